@@ -1,0 +1,127 @@
+//! SHA-256 digests and entry identifiers, shown as lowercase hex.
+
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::str::FromStr;
+
+/// A SHA-256 digest (content hash, source hash, context hash, Merkle node).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Hash256(pub [u8; 32]);
+
+impl Hash256 {
+    /// SHA-256 of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Hash256(Sha256::digest(bytes).into())
+    }
+
+    /// The raw 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Lowercase hex, 64 characters.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// Builds a digest from a slice that must be exactly 32 bytes long.
+    pub fn from_slice(bytes: &[u8]) -> Option<Self> {
+        <[u8; 32]>::try_from(bytes).ok().map(Hash256)
+    }
+}
+
+/// Error for a malformed hex digest or entry id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{input}` is not a SHA-256 digest: expected 64 hexadecimal characters")]
+pub struct ParseHashError {
+    /// The input that failed to parse (truncated to 80 characters).
+    pub input: String,
+}
+
+impl FromStr for Hash256 {
+    type Err = ParseHashError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || ParseHashError {
+            input: s.chars().take(80).collect(),
+        };
+        if s.len() != 64 {
+            return Err(err());
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).map_err(|_| err())?;
+        Ok(Hash256(out))
+    }
+}
+
+impl fmt::Display for Hash256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Hash256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hash256({})", self.to_hex())
+    }
+}
+
+/// The identifier of an entry: SHA-256 of the canonical encoding of its signed body
+/// (see `docs/formats.md`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EntryId(pub Hash256);
+
+impl EntryId {
+    /// The raw 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0.0
+    }
+    /// Lowercase hex, 64 characters.
+    pub fn to_hex(&self) -> String {
+        self.0.to_hex()
+    }
+    /// The first 12 hex characters, for tables and graphs meant for people.
+    pub fn short(&self) -> String {
+        self.0.to_hex()[..12].to_string()
+    }
+}
+
+impl FromStr for EntryId {
+    type Err = ParseHashError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Hash256::from_str(s).map(EntryId)
+    }
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EntryId({})", self.short())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_known_answer_empty() {
+        // FIPS 180-4 / NIST example: SHA-256("").
+        assert_eq!(
+            Hash256::of(b"").to_hex(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn hex_round_trip_and_errors() {
+        let h = Hash256::of(b"abc");
+        assert_eq!(h.to_hex().parse::<Hash256>().unwrap(), h);
+        assert!("zz".parse::<Hash256>().is_err());
+        assert!("g".repeat(64).parse::<Hash256>().is_err());
+    }
+}

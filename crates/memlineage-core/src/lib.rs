@@ -1,0 +1,24 @@
+//! # memlineage-core
+//!
+//! The pure logic of MemLineage (arXiv 2605.14421): the entry record (M1), its canonical CBOR
+//! encoding and Ed25519 binding (M2), the RFC 6962 Merkle log and signed checkpoints (M3), the
+//! trust lattice and lineage (M4), prompt rendering (M5) and the sensitive-action gate (M6).
+//!
+//! This crate does no file, network or clock access: callers move bytes in and out, pass the
+//! current time, and supply randomness. That keeps every decision reproducible and testable, in
+//! the manner of rustls' I/O-free core.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod canonical;
+pub mod checkpoint;
+pub mod entry;
+pub mod error;
+pub mod hash;
+pub mod keys;
+pub mod label;
+pub mod merkle;
+pub mod principal;
+
+pub use error::Error;
+pub use hash::{EntryId, Hash256};
