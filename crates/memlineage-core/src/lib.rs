@@ -19,6 +19,8 @@ pub mod keys;
 pub mod label;
 pub mod merkle;
 pub mod principal;
+pub mod records;
+pub mod trust;
 
 pub use error::Error;
 pub use hash::{EntryId, Hash256};

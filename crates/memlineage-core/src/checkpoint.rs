@@ -1,2 +1,0 @@
-//! STUB — to be replaced by C2SP tlog-checkpoint / signed-note.
-#![allow(missing_docs)]

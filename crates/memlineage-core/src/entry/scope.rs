@@ -1,0 +1,99 @@
+//! Scopes: namespace paths such as `acme/assistant/alice/s42` that restrict retrieval.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A validated namespace path: 1 to 8 segments of 1 to 64 characters from `[A-Za-z0-9._@-]`,
+/// joined by `/`. A scope contains itself and every scope below it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Scope(String);
+
+/// Error for a malformed scope.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid scope `{input}`: {problem}")]
+pub struct ScopeError {
+    /// The offending input (truncated).
+    pub input: String,
+    /// What is wrong.
+    pub problem: &'static str,
+}
+
+impl Scope {
+    /// Parses and validates a scope path.
+    pub fn new(s: &str) -> Result<Scope, ScopeError> {
+        let err = |problem| ScopeError {
+            input: s.chars().take(80).collect(),
+            problem,
+        };
+        let segments: Vec<&str> = s.split('/').collect();
+        if segments.len() > 8 {
+            return Err(err("at most 8 segments separated by `/`"));
+        }
+        for seg in segments {
+            if seg.is_empty() || seg.len() > 64 {
+                return Err(err("each segment must be 1 to 64 characters (no empty segments)"));
+            }
+            if !seg
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'-'))
+            {
+                return Err(err("segments may only use letters, digits, `.`, `_`, `@` and `-`"));
+            }
+        }
+        Ok(Scope(s.to_string()))
+    }
+
+    /// The path as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// True when `other` is this scope or lies below it.
+    pub fn contains(&self, other: &Scope) -> bool {
+        other.0 == self.0
+            || (other.0.len() > self.0.len()
+                && other.0.starts_with(&self.0)
+                && other.0.as_bytes().get(self.0.len()) == Some(&b'/'))
+    }
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope("default".to_string())
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for Scope {
+    type Err = ScopeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Scope::new(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containment() {
+        let a = Scope::new("acme/bot").unwrap();
+        assert!(a.contains(&Scope::new("acme/bot").unwrap()));
+        assert!(a.contains(&Scope::new("acme/bot/alice").unwrap()));
+        assert!(!a.contains(&Scope::new("acme/bots").unwrap()));
+        assert!(!a.contains(&Scope::new("acme").unwrap()));
+    }
+
+    #[test]
+    fn rejects_bad_scopes() {
+        for bad in ["", "/a", "a/", "a//b", "a b", "a/b/c/d/e/f/g/h/i", "é"] {
+            assert!(Scope::new(bad).is_err(), "{bad:?}");
+        }
+        assert!(Scope::new(&"x".repeat(65)).is_err());
+    }
+}

@@ -1,0 +1,112 @@
+//! A signed entry: body, Ed25519 signature, and the derived id and leaf bytes.
+
+use super::fields::{Fields, map};
+use super::{EntryBody, EntryError, field_err};
+use crate::canonical::{self, Value};
+use crate::hash::{EntryId, Hash256};
+use crate::keys::{self, Domain};
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
+
+/// An entry with its signature. Construct with [`SignedEntry::sign`] or decode with
+/// [`SignedEntry::from_leaf`]; either way the id and canonical bytes are computed once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedEntry {
+    body: EntryBody,
+    body_bytes: Vec<u8>,
+    signature: Signature,
+    id: EntryId,
+}
+
+impl SignedEntry {
+    /// Validates, encodes and signs `body` with `key`. The body's `key_id` must be `key`'s.
+    pub fn sign(body: EntryBody, key: &SigningKey) -> Result<SignedEntry, EntryError> {
+        body.validate()?;
+        if body.key_id != keys::key_id(&key.verifying_key()) {
+            return Err(field_err("key", "the key id does not match the signing key"));
+        }
+        let body_bytes = canonical::encode(&body.to_value())?;
+        let signature = keys::sign(key, Domain::EntryV1, &body_bytes);
+        let id = EntryId(Hash256::of(&body_bytes));
+        Ok(SignedEntry {
+            body,
+            body_bytes,
+            signature,
+            id,
+        })
+    }
+
+    /// Decodes a log leaf strictly. The signature is *not* checked here (that needs the
+    /// registry); call [`SignedEntry::verify_signature`].
+    pub fn from_leaf(leaf: &[u8]) -> Result<SignedEntry, EntryError> {
+        let value = canonical::decode(leaf)?;
+        let mut f = Fields::new("leaf", &value)?;
+        let body_value = f.take("body")?;
+        let sig = f.bytes("sig")?;
+        f.finish()?;
+        let signature = keys::signature_from_bytes(sig).map_err(|e| field_err("sig", e.to_string()))?;
+        let body = EntryBody::from_value(body_value)?;
+        let body_bytes = canonical::encode(body_value)?;
+        let id = EntryId(Hash256::of(&body_bytes));
+        Ok(SignedEntry {
+            body,
+            body_bytes,
+            signature,
+            id,
+        })
+    }
+
+    /// The canonical leaf: `{"sig": signature, "body": body}` (see `docs/formats.md`).
+    pub fn to_leaf(&self) -> Vec<u8> {
+        // The body value re-encodes to exactly `body_bytes`; the leaf is built by concatenation
+        // of the canonical map head, the two keys in canonical order, and the encoded values.
+        let mut leaf = Vec::with_capacity(self.body_bytes.len() + 80);
+        leaf.push(0xa2); // map(2)
+        leaf.extend_from_slice(&[0x63, b's', b'i', b'g']); // "sig" (shorter key sorts first)
+        leaf.extend_from_slice(&[0x58, 0x40]); // bytes(64)
+        leaf.extend_from_slice(&self.signature.to_bytes());
+        leaf.extend_from_slice(&[0x64, b'b', b'o', b'd', b'y']); // "body"
+        leaf.extend_from_slice(&self.body_bytes);
+        leaf
+    }
+
+    /// The leaf as a CBOR value (for tests and tools; [`to_leaf`](Self::to_leaf) is the fast path).
+    pub fn to_leaf_value(&self) -> Result<Value, EntryError> {
+        Ok(map(vec![
+            ("sig", Value::Bytes(self.signature.to_bytes().to_vec())),
+            ("body", canonical::decode(&self.body_bytes)?),
+        ]))
+    }
+
+    /// Checks the signature under `key`, and that `key` is the one the body names.
+    pub fn verify_signature(&self, key: &VerifyingKey) -> Result<(), EntryError> {
+        if self.body.key_id != keys::key_id(key) {
+            return Err(EntryError::Signature {
+                id: self.id,
+                problem: "signed by a different key than the one it names".to_string(),
+            });
+        }
+        keys::verify(key, Domain::EntryV1, &self.body_bytes, &self.signature).map_err(|_| {
+            EntryError::Signature {
+                id: self.id,
+                problem: "signature does not verify".to_string(),
+            }
+        })
+    }
+
+    /// The entry id: SHA-256 of the canonical body.
+    pub fn id(&self) -> EntryId {
+        self.id
+    }
+    /// The body.
+    pub fn body(&self) -> &EntryBody {
+        &self.body
+    }
+    /// The canonical body bytes (what is signed, after the domain prefix).
+    pub fn body_bytes(&self) -> &[u8] {
+        &self.body_bytes
+    }
+    /// The signature.
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+}

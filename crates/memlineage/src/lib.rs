@@ -1,0 +1,1 @@
+//! The MemLineage memory handle.
