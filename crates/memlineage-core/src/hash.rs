@@ -104,6 +104,24 @@ impl fmt::Debug for EntryId {
     }
 }
 
+macro_rules! hex_serde {
+    ($t:ty) => {
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_hex())
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+hex_serde!(Hash256);
+hex_serde!(EntryId);
+
 #[cfg(test)]
 mod tests {
     use super::*;

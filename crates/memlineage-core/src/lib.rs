@@ -17,9 +17,11 @@ pub mod error;
 pub mod hash;
 pub mod keys;
 pub mod label;
+pub mod lineage;
 pub mod merkle;
 pub mod principal;
 pub mod records;
+pub mod render;
 pub mod trust;
 
 pub use error::Error;

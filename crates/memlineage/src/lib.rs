@@ -1,1 +1,19 @@
-//! The MemLineage memory handle.
+//! # memlineage
+//!
+//! The [`Memory`] handle agents use: signed, lineage-labelled memory on a pluggable store
+//! (an embedded SQLite store by default). See the crate README and `docs/architecture.md`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod store;
+
+pub use error::Error;
+pub mod clock;
+pub mod keyring;
+pub mod memory;
+
+pub use clock::{Clock, StepClock, SystemClock};
+pub use keyring::Keyring;
+pub use memory::{AuditReport, EntryView, Memory, Settings, WriteRequest, Written};
+pub use store::{SqliteStore, Store};

@@ -12,7 +12,9 @@
 pub enum CanonicalError {
     /// The input ends inside an item's head (its initial byte or the 1, 2, 4 or 8 argument
     /// bytes that follow it, RFC 8949 §3), or is empty.
-    #[error("truncated input: the head of the item at byte {offset} runs past the end of the input")]
+    #[error(
+        "truncated input: the head of the item at byte {offset} runs past the end of the input"
+    )]
     TruncatedHead {
         /// Offset of the item's initial byte.
         offset: usize,
@@ -48,9 +50,9 @@ pub enum CanonicalError {
         count: usize,
     },
 
-    /// An unsigned integer whose head is longer than needed (RFC 8949 §4.2.1: "0 to 23 MUST be
-    /// expressed in the same byte as the major type; 24 to 255 MUST be expressed only with an
-    /// additional uint8_t", and so on).
+    /// An unsigned integer whose head is longer than needed (RFC 8949 §4.2.1: arguments "MUST
+    /// be as short as possible"; 0–23 go in the initial byte, 24–255 in one more byte, and so
+    /// on).
     #[error(
         "non-shortest integer encoding at byte {offset}: {value} is written with a \
          {head_len}-byte head, but its shortest form takes {shortest} (RFC 8949 §4.2.1)"
@@ -127,7 +129,9 @@ pub enum CanonicalError {
 
     /// A half-, single- or double-precision float (RFC 8949 §3.3). Signed records hold
     /// fixed-point integers only.
-    #[error("unsupported {precision}-precision float at byte {offset}: MemLineage encodes no floats")]
+    #[error(
+        "unsupported {precision}-precision float at byte {offset}: MemLineage encodes no floats"
+    )]
     Float {
         /// Offset of the float's initial byte.
         offset: usize,

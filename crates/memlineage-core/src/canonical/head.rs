@@ -51,7 +51,10 @@ pub(crate) fn shortest_head_len(arg: u64) -> usize {
 /// head here lets the decoder check the declared length against the input *before* touching
 /// the payload, and validate UTF-8 itself with an exact offset. The caller has already checked
 /// that the initial byte is major type 2 or 3 with additional information at most 27.
-pub(crate) fn read_string_head(input: &[u8], offset: usize) -> Result<(u64, usize), CanonicalError> {
+pub(crate) fn read_string_head(
+    input: &[u8],
+    offset: usize,
+) -> Result<(u64, usize), CanonicalError> {
     let truncated = CanonicalError::TruncatedHead { offset };
     let initial = *input.get(offset).ok_or(truncated.clone())?;
     let ai = info(initial);

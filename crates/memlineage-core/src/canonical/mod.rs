@@ -40,9 +40,9 @@ pub use value::Value;
 
 /// The deepest nesting of arrays and maps that [`encode`] and [`decode`] accept.
 ///
-/// A top-level array or map is at depth 1; an array inside it at depth 2, and so on. An item
-/// nested in more than `MAX_DEPTH` arrays and maps is rejected with
-/// [`CanonicalError::DepthExceeded`]. MemLineage's own records nest at most four levels deep;
-/// the limit bounds the recursion of the decoder, so hostile input cannot overflow the stack
-/// (RFC 8949 §5.2 leaves such limits to the application).
+/// A top-level array or map is at depth 1, an array or map inside it at depth 2, and so on;
+/// one at depth `MAX_DEPTH + 1` is rejected with [`CanonicalError::DepthExceeded`] (scalars
+/// inside the deepest container are fine). MemLineage's own records nest only a few levels
+/// deep. The limit bounds the decoder's recursion, so hostile input cannot overflow the stack
+/// (RFC 8949 §10 asks decoders to guard against resource exhaustion by hostile input).
 pub const MAX_DEPTH: usize = 32;

@@ -152,7 +152,17 @@ mod tests {
 
     #[test]
     fn checkpoint_body_rejects_bad_sizes() {
-        for bad in ["", "01", "-1", "+1", " 1", "1 ", "18446744073709551616", "1e3", "0x10"] {
+        for bad in [
+            "",
+            "01",
+            "-1",
+            "+1",
+            " 1",
+            "1 ",
+            "18446744073709551616",
+            "1e3",
+            "0x10",
+        ] {
             assert!(parse_size(bad).is_err(), "{bad:?}");
         }
         assert_eq!(parse_size("0"), Ok(0));
@@ -166,7 +176,10 @@ mod tests {
         cp.origin = "a\nb".into();
         assert!(matches!(
             cp.validate(),
-            Err(CheckpointError::InvalidLine { field: "origin", .. })
+            Err(CheckpointError::InvalidLine {
+                field: "origin",
+                ..
+            })
         ));
         cp.origin = "ok".into();
         cp.extensions = vec![String::new()];

@@ -7,7 +7,9 @@
 #[non_exhaustive]
 pub enum CheckpointError {
     /// A key name is empty, or contains a Unicode space or `+` (C2SP signed-note §Format).
-    #[error("invalid key name {name:?}: {reason} (C2SP signed-note: key names are non-empty, without Unicode spaces or '+')")]
+    #[error(
+        "invalid key name {name:?}: {reason} (C2SP signed-note: key names are non-empty, without Unicode spaces or '+')"
+    )]
     InvalidKeyName {
         /// The rejected name (truncated to 80 characters).
         name: String,
@@ -16,7 +18,9 @@ pub enum CheckpointError {
     },
 
     /// A verifier key string is not `name+hexid+base64(0x01 || pubkey)`.
-    #[error("malformed verifier key: {reason}; expected <name>+<8 lowercase hex digits>+<base64 of 0x01 || 32-byte Ed25519 key>")]
+    #[error(
+        "malformed verifier key: {reason}; expected <name>+<8 lowercase hex digits>+<base64 of 0x01 || 32-byte Ed25519 key>"
+    )]
     MalformedVerifierKey {
         /// What is wrong with it.
         reason: String,
@@ -37,7 +41,9 @@ pub enum CheckpointError {
     },
 
     /// A verifier key states a key ID that is not `SHA-256(name || 0x0A || 0x01 || key)[:4]`.
-    #[error("verifier key for {name:?} states key ID {stated} but the name and key give {computed}: the key, the name or the ID was altered")]
+    #[error(
+        "verifier key for {name:?} states key ID {stated} but the name and key give {computed}: the key, the name or the ID was altered"
+    )]
     KeyIdMismatch {
         /// The key name.
         name: String,
@@ -48,7 +54,9 @@ pub enum CheckpointError {
     },
 
     /// A note or body contains an ASCII control character other than newline.
-    #[error("control character 0x{byte:02x} at byte {offset}: signed notes may contain no ASCII control characters other than newline")]
+    #[error(
+        "control character 0x{byte:02x} at byte {offset}: signed notes may contain no ASCII control characters other than newline"
+    )]
     ControlCharacter {
         /// Byte offset of the character.
         offset: usize,
@@ -57,11 +65,15 @@ pub enum CheckpointError {
     },
 
     /// A note text or checkpoint body does not end with a newline.
-    #[error("the note text does not end with a newline: the text, including its final newline, is what is signed")]
+    #[error(
+        "the note text does not end with a newline: the text, including its final newline, is what is signed"
+    )]
     MissingFinalNewline,
 
     /// No blank line separates the text from the signatures.
-    #[error("no signature block: a signed note is its text, a blank line, then one or more lines \"— <name> <base64 signature>\"")]
+    #[error(
+        "no signature block: a signed note is its text, a blank line, then one or more lines \"— <name> <base64 signature>\""
+    )]
     MissingSignatureBlock,
 
     /// A line of the signature block is malformed.
@@ -81,7 +93,9 @@ pub enum CheckpointError {
     },
 
     /// A signature line from the trusted key does not verify: the note was altered or forged.
-    #[error("the signature by {name}+{key_id} does not verify over the note text: the text or the signature was altered")]
+    #[error(
+        "the signature by {name}+{key_id} does not verify over the note text: the text or the signature was altered"
+    )]
     InvalidSignature {
         /// Key name.
         name: String,
@@ -90,7 +104,9 @@ pub enum CheckpointError {
     },
 
     /// No signature line is from the trusted key.
-    #[error("the note carries no signature from {name}+{key_id} ({found} signature line(s) from other keys were ignored)")]
+    #[error(
+        "the note carries no signature from {name}+{key_id} ({found} signature line(s) from other keys were ignored)"
+    )]
     NoVerifiedSignature {
         /// Name of the trusted key.
         name: String,
@@ -101,14 +117,18 @@ pub enum CheckpointError {
     },
 
     /// A checkpoint body has fewer than three lines.
-    #[error("checkpoint body has {found} line(s); it needs at least origin, tree size and root hash (C2SP tlog-checkpoint)")]
+    #[error(
+        "checkpoint body has {found} line(s); it needs at least origin, tree size and root hash (C2SP tlog-checkpoint)"
+    )]
     TooFewLines {
         /// The number of lines found.
         found: usize,
     },
 
     /// A checkpoint line is empty (the origin, or an extension line).
-    #[error("checkpoint line {line} is empty; every checkpoint line must be non-empty (C2SP tlog-checkpoint)")]
+    #[error(
+        "checkpoint line {line} is empty; every checkpoint line must be non-empty (C2SP tlog-checkpoint)"
+    )]
     EmptyLine {
         /// 1-based line number.
         line: usize,
@@ -131,7 +151,9 @@ pub enum CheckpointError {
     },
 
     /// The root hash line is not the standard base64 (with padding) of 32 bytes.
-    #[error("root hash {found:?} is not the standard base64 encoding, with padding, of 32 bytes: {reason}")]
+    #[error(
+        "root hash {found:?} is not the standard base64 encoding, with padding, of 32 bytes: {reason}"
+    )]
     InvalidRootHash {
         /// The line found (truncated to 80 characters).
         found: String,

@@ -64,7 +64,11 @@ pub fn validate_key_name(name: &str) -> Result<(), CheckpointError> {
 
 /// Rejects ASCII control characters other than newline (C2SP signed-note §Format).
 pub(crate) fn check_no_control(text: &str) -> Result<(), CheckpointError> {
-    match text.bytes().enumerate().find(|&(_, b)| b < 0x20 && b != b'\n') {
+    match text
+        .bytes()
+        .enumerate()
+        .find(|&(_, b)| b < 0x20 && b != b'\n')
+    {
         Some((offset, byte)) => Err(CheckpointError::ControlCharacter { offset, byte }),
         None => Ok(()),
     }
@@ -119,7 +123,10 @@ impl NoteVerifier {
             .split_once('+')
             .ok_or_else(|| malformed("no '+' after the key ID"))?;
         validate_key_name(name)?;
-        if id_hex.len() != 8 || !id_hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        if id_hex.len() != 8
+            || !id_hex
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
         {
             return Err(malformed("the key ID is not 8 lowercase hex digits"));
         }
@@ -141,10 +148,11 @@ impl NoteVerifier {
                 key_bytes.len()
             ))
         })?;
-        let key =
-            VerifyingKey::from_bytes(&key_bytes).map_err(|_| CheckpointError::InvalidPublicKey {
+        let key = VerifyingKey::from_bytes(&key_bytes).map_err(|_| {
+            CheckpointError::InvalidPublicKey {
                 reason: "the 32 bytes are not a valid Edwards point",
-            })?;
+            }
+        })?;
         let verifier = Self::new(name, key)?;
         if verifier.id != stated {
             return Err(CheckpointError::KeyIdMismatch {
@@ -313,8 +321,8 @@ pub fn sign_note(body: &str, name: &str, key: &SigningKey) -> Result<String, Che
 ///
 /// Signature lines from other keys (a different name or key ID) are ignored, as the spec
 /// requires, so logs can rotate keys and witnesses can cosign. Every line from `verifier`'s
-/// key must verify with `verify_strict` (which rejects the malleable and small-order cases
-/// plain Ed25519 verification accepts); one failing line rejects the whole note. At least one
+/// key must verify with `verify_strict` (which also rejects the small-order keys and `R` values
+/// that plain Ed25519 verification accepts); one failing line rejects the whole note. At least one
 /// line from `verifier` is required.
 pub fn open_note(note: &str, verifier: &NoteVerifier) -> Result<String, CheckpointError> {
     let parsed = parse_note(note)?;

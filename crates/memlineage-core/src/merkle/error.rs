@@ -99,9 +99,7 @@ pub enum MerkleError {
     },
 
     /// The root claimed for the empty tree is not `SHA-256("")`.
-    #[error(
-        "a tree of size 0 has root {got}, but the empty tree's root is SHA-256(\"\") = {want}"
-    )]
+    #[error("a tree of size 0 has root {got}, but the empty tree's root is SHA-256(\"\") = {want}")]
     EmptyRootMismatch {
         /// The root supplied.
         got: Hash256,

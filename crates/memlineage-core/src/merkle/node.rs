@@ -103,7 +103,11 @@ pub(crate) fn push_range_nodes(start: u64, end: u64, out: &mut Vec<NodeId>) {
     for level in (0..64u8).rev() {
         let size = 1u64 << level;
         if width & size != 0 {
-            debug_assert_eq!(at % size, 0, "range [{start}, {end}) is not a subtree range");
+            debug_assert_eq!(
+                at % size,
+                0,
+                "range [{start}, {end}) is not a subtree range"
+            );
             out.push(NodeId::new(level, at >> level));
             at += size;
         }

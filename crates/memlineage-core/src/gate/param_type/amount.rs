@@ -1,0 +1,397 @@
+//! Amounts as exact decimals: `1,000.00`, `1000`, `$1,000` and `1000.0 EUR` are all 1000.
+//!
+//! No float is involved: an amount is a sign, an integer mantissa and a decimal scale, and two
+//! amounts are equal when they denote the same number (`98.70` = `98.7`).
+//!
+//! Separators: a lone `.` is a decimal point; a lone `,` followed by exactly three digits (and
+//! at most three before it) is a thousands separator, otherwise a decimal comma (`98,70`);
+//! several identical separators are thousands separators (`1.000.000`, `1,000,000`); when both
+//! appear the last one is the decimal separator (`1,000.50`, `1.000,50`). Anything else (`1.2.3`,
+//! `12,34,567`) is not an amount.
+
+use super::scan::{Span, alnum_before, digit_at, digits_end, is_alnum, overlaps};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::ControlFlow;
+
+/// Largest number of decimals kept.
+const MAX_SCALE: u32 = 64;
+/// Most digit groups in one number.
+const MAX_GROUPS: usize = 16;
+
+/// An exact decimal amount, as written (`98.70` keeps its two decimals for display), compared
+/// by value.
+#[derive(Clone, Copy, Debug)]
+pub struct Amount {
+    negative: bool,
+    mantissa: u128,
+    scale: u32,
+}
+
+impl Amount {
+    /// `(-1)^negative × mantissa × 10^-scale`; `None` if `scale` is above 64.
+    pub fn new(negative: bool, mantissa: u128, scale: u32) -> Option<Amount> {
+        (scale <= MAX_SCALE).then_some(Amount {
+            negative: negative && mantissa != 0,
+            mantissa,
+            scale,
+        })
+    }
+
+    /// Whether the amount is below zero.
+    pub fn is_negative(&self) -> bool {
+        self.negative
+    }
+
+    /// The mantissa and scale with trailing fractional zeros removed.
+    fn canonical(&self) -> (bool, u128, u32) {
+        let (mut m, mut s) = (self.mantissa, self.scale);
+        while s > 0 && m % 10 == 0 {
+            m /= 10;
+            s -= 1;
+        }
+        (self.negative && m != 0, m, s)
+    }
+
+    /// Parses a parameter written as a string: an optional sign, an optional currency symbol or
+    /// three-letter code before or after, and a number in the forms the module documents.
+    pub fn parse(s: &str) -> Option<Amount> {
+        let mut t = s.trim();
+        let mut negative = false;
+        if let Some(r) = t.strip_prefix('-') {
+            negative = true;
+            t = r.trim_start();
+        } else if let Some(r) = t.strip_prefix('+') {
+            t = r.trim_start();
+        }
+        t = strip_currency_prefix(t).trim_start();
+        if !negative && let Some(r) = t.strip_prefix('-') {
+            negative = true;
+            t = r;
+        }
+        t = strip_currency_suffix(t).trim_end();
+        let b = t.as_bytes();
+        if !digit_at(b, 0) {
+            return None;
+        }
+        let (value, end) = scan_number(b, 0);
+        if end != b.len() {
+            return None;
+        }
+        let (mantissa, scale) = value?;
+        Amount::new(negative, mantissa, scale)
+    }
+
+    /// From a JSON number, exactly as serde_json prints it (`98.7`, `1e21`, `-5`).
+    pub fn from_json(n: &serde_json::Number) -> Option<Amount> {
+        if let Some(u) = n.as_u64() {
+            return Amount::new(false, u128::from(u), 0);
+        }
+        if let Some(i) = n.as_i64() {
+            return Amount::new(i < 0, u128::from(i.unsigned_abs()), 0);
+        }
+        parse_scientific(&n.to_string())
+    }
+
+    /// As a JSON number: an integer when the value is whole and fits, else the nearest float.
+    pub fn to_json_number(&self) -> Option<serde_json::Number> {
+        let (negative, m, s) = self.canonical();
+        if s == 0 {
+            if !negative {
+                if let Ok(u) = u64::try_from(m) {
+                    return Some(u.into());
+                }
+            } else if let Ok(i) = i128::try_from(m)
+                && let Ok(i) = i64::try_from(-i)
+            {
+                return Some(i.into());
+            }
+        }
+        let f: f64 = self.to_string().parse().ok()?;
+        serde_json::Number::from_f64(f)
+    }
+}
+
+impl PartialEq for Amount {
+    fn eq(&self, other: &Amount) -> bool {
+        self.canonical() == other.canonical()
+    }
+}
+
+impl Eq for Amount {}
+
+impl Hash for Amount {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.canonical().hash(state);
+    }
+}
+
+impl fmt::Display for Amount {
+    /// The plain decimal as written: `98.70`, `-5`, `1000`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.negative {
+            f.write_str("-")?;
+        }
+        let digits = self.mantissa.to_string();
+        let scale = self.scale as usize;
+        if scale == 0 {
+            return f.write_str(&digits);
+        }
+        if digits.len() <= scale {
+            write!(f, "0.{}{digits}", "0".repeat(scale - digits.len()))
+        } else {
+            let (int, frac) = digits.split_at(digits.len() - scale);
+            write!(f, "{int}.{frac}")
+        }
+    }
+}
+
+const SYMBOLS: [char; 8] = ['$', '€', '£', '¥', '₹', '₩', '₽', '₣'];
+
+fn is_code(b: &[u8]) -> bool {
+    b.len() == 3 && b.iter().all(u8::is_ascii_uppercase)
+}
+
+fn strip_currency_prefix(t: &str) -> &str {
+    if let Some(r) = t.strip_prefix(SYMBOLS) {
+        return r;
+    }
+    let b = t.as_bytes();
+    if b.len() > 3 && is_code(&b[..3]) && !b[3].is_ascii_alphabetic() {
+        return &t[3..];
+    }
+    t
+}
+
+fn strip_currency_suffix(t: &str) -> &str {
+    if let Some(r) = t.strip_suffix(SYMBOLS) {
+        return r;
+    }
+    let b = t.as_bytes();
+    let n = b.len();
+    if n > 3 && is_code(&b[n - 3..]) && !b[n - 4].is_ascii_alphabetic() {
+        return &t[..n - 3];
+    }
+    t
+}
+
+/// `-?digits(.digits)?([eE][+-]?digits)?`, the way serde_json prints a float.
+fn parse_scientific(s: &str) -> Option<Amount> {
+    let (negative, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (num, exp) = match s.find(['e', 'E']) {
+        Some(p) => (&s[..p], s[p + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let mut m: u128 = 0;
+    for d in int.bytes().chain(frac.bytes()) {
+        m = m.checked_mul(10)?.checked_add(u128::from(d - b'0'))?;
+    }
+    let mut scale = i64::try_from(frac.len()).ok()? - i64::from(exp);
+    while scale < 0 {
+        m = m.checked_mul(10)?;
+        scale += 1;
+    }
+    Amount::new(negative, m, u32::try_from(scale).ok()?)
+}
+
+/// Reads the number whose first digit is at `start`: its value (mantissa, scale), if the digit
+/// groups form an amount, and where it ends either way.
+fn scan_number(b: &[u8], start: usize) -> (Option<(u128, u32)>, usize) {
+    let n = b.len();
+    let mut groups = [(0usize, 0usize); MAX_GROUPS];
+    let mut seps = [0u8; MAX_GROUPS];
+    let mut g = 0;
+    let mut j = start;
+    let mut too_many = false;
+    loop {
+        let s = j;
+        j = digits_end(b, j);
+        if g < MAX_GROUPS {
+            groups[g] = (s, j);
+        } else {
+            too_many = true;
+        }
+        if j + 1 < n && (b[j] == b',' || b[j] == b'.') && b[j + 1].is_ascii_digit() {
+            if g < MAX_GROUPS {
+                seps[g] = b[j];
+            }
+            g += 1;
+            j += 1;
+        } else {
+            g += 1;
+            break;
+        }
+    }
+    if too_many {
+        return (None, j);
+    }
+    (interpret(b, &groups[..g], &seps[..g - 1]), j)
+}
+
+fn interpret(b: &[u8], groups: &[Span], seps: &[u8]) -> Option<(u128, u32)> {
+    let len = |gi: usize| groups[gi].1 - groups[gi].0;
+    let k = seps.len();
+    let (int_groups, frac) = if k == 0 {
+        (1, None)
+    } else {
+        let last = seps[k - 1];
+        if seps.iter().all(|&c| c == last) {
+            if k == 1 {
+                if last == b',' && len(1) == 3 && len(0) <= 3 {
+                    (2, None)
+                } else {
+                    (1, Some(1))
+                }
+            } else if len(0) <= 3 && (1..=k).all(|gi| len(gi) == 3) {
+                (k + 1, None)
+            } else {
+                return None;
+            }
+        } else {
+            let other = if last == b'.' { b',' } else { b'.' };
+            if seps[..k - 1].iter().all(|&c| c == other)
+                && len(0) <= 3
+                && (1..k).all(|gi| len(gi) == 3)
+            {
+                (k, Some(k))
+            } else {
+                return None;
+            }
+        }
+    };
+    let mut m: u128 = 0;
+    let frac_digits = frac.map_or(&[][..], |gi| &b[groups[gi].0..groups[gi].1]);
+    for &(s, e) in &groups[..int_groups] {
+        for &d in &b[s..e] {
+            m = m.checked_mul(10)?.checked_add(u128::from(d - b'0'))?;
+        }
+    }
+    for &d in frac_digits {
+        m = m.checked_mul(10)?.checked_add(u128::from(d - b'0'))?;
+    }
+    let scale = u32::try_from(frac_digits.len()).ok()?;
+    (scale <= MAX_SCALE).then_some((m, scale))
+}
+
+/// Spans of `text` that hold IBANs, dates, URLs or e-mail addresses: their digits are not
+/// amounts.
+fn masks(text: &str) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let _ = super::iban::for_each(text, |s, e, _| {
+        spans.push((s, e));
+        ControlFlow::Continue(())
+    });
+    let _ = super::date::for_each(text, |s, e, _| {
+        spans.push((s, e));
+        ControlFlow::Continue(())
+    });
+    let _ = super::url::for_each_span(text, |s, e| {
+        spans.push((s, e));
+        ControlFlow::Continue(())
+    });
+    let _ = super::email::for_each_span(text, |s, e| {
+        spans.push((s, e));
+        ControlFlow::Continue(())
+    });
+    spans
+}
+
+/// Calls `f(start, end, amount)` for every amount in `text`.
+///
+/// A number counts when it is not glued to a letter before it (`GB29`, `x2`), except after a
+/// three-letter upper-case currency code (`EUR98.70`); when it is not part of a time (`10:30`);
+/// and when it does not lie inside an IBAN, a date, a URL or an e-mail address. A `-` directly
+/// before it, itself not after a letter or digit, makes it negative.
+pub(crate) fn for_each(
+    text: &str,
+    mut f: impl FnMut(usize, usize, Amount) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let b = text.as_bytes();
+    let n = b.len();
+    let mut masked: Option<Vec<Span>> = None;
+    let mut i = 0;
+    while i < n {
+        let c = b[i];
+        if !is_alnum(c) {
+            i += 1;
+            continue;
+        }
+        let start = if c.is_ascii_digit() && !alnum_before(b, i) {
+            i
+        } else if c.is_ascii_uppercase()
+            && !alnum_before(b, i)
+            && i + 3 < n
+            && is_code(&b[i..i + 3])
+            && b[i + 3].is_ascii_digit()
+        {
+            i + 3
+        } else {
+            i = super::scan::alnum_end(b, i);
+            continue;
+        };
+        let via_code = start != i;
+        let (value, end) = scan_number(b, start);
+        i = end;
+        let Some((mantissa, scale)) = value else {
+            continue;
+        };
+        let time = (b.get(end) == Some(&b':') && digit_at(b, end + 1))
+            || (start >= 2 && b[start - 1] == b':' && b[start - 2].is_ascii_digit());
+        if time {
+            continue;
+        }
+        let negative =
+            !via_code && start > 0 && b[start - 1] == b'-' && !alnum_before(b, start - 1);
+        let s = if negative { start - 1 } else { start };
+        let spans = masked.get_or_insert_with(|| masks(text));
+        if overlaps(spans, s, end) {
+            continue;
+        }
+        if let Some(a) = Amount::new(negative, mantissa, scale) {
+            f(s, end, a)?;
+        }
+    }
+    ControlFlow::Continue(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(text: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        let _ = for_each(text, |_, _, a| {
+            v.push(a.to_string());
+            ControlFlow::Continue(())
+        });
+        v
+    }
+
+    #[test]
+    fn forms_of_one_thousand() {
+        let k = Amount::new(false, 1000, 0);
+        for s in ["1,000.00", "1000", "$1,000", "1000.0 EUR", "EUR 1.000,00", "€1000", "1 000"] {
+            if s == "1 000" {
+                assert_eq!(Amount::parse(s), None);
+                continue;
+            }
+            assert_eq!(Amount::parse(s), k, "{s}");
+        }
+    }
+
+    #[test]
+    fn extraction_skips_ibans_dates_and_times() {
+        assert_eq!(
+            all("IBAN GB29 NWBK 6016 1331 9268 19, due 2024-01-05 at 10:30, amount 98.70"),
+            ["98.70"]
+        );
+        assert_eq!(all("pay EUR98.70 or -5 now, not x-3 or A1"), ["98.70", "-5", "3"]);
+    }
+}

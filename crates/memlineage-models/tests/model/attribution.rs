@@ -1,0 +1,169 @@
+//! AttnAttr on cases whose answer is clear.
+
+use std::time::{Duration, Instant};
+
+use memlineage_models::AttnAttrConfig;
+
+use crate::common::model;
+
+const FACT: &str = "The supplier's new bank account is IBAN DE89 3704 0044 0532 0130 00, \
+                    held by Maria Schmidt at Commerzbank Berlin.";
+const UNRELATED: &str = "The weather in Lisbon was sunny with a light breeze from the ocean, \
+                         and the museum stayed open late on Thursday.";
+const CHILD_COPY: &str = "Pay the invoice to IBAN DE89 3704 0044 0532 0130 00, held by Maria \
+                          Schmidt at Commerzbank Berlin.";
+
+fn check_weights(w: &[f64], n: usize) {
+    assert_eq!(w.len(), n);
+    assert!(w.iter().all(|x| (0.0..=1.0).contains(x)), "{w:?}");
+}
+
+#[test]
+fn verbatim_copy_gets_the_higher_weight() {
+    let Some(m) = model() else { return };
+    let w = m
+        .attention_attribution(&[FACT, UNRELATED], CHILD_COPY)
+        .expect("attribution");
+    eprintln!("copy from A, B unrelated: {w:?}");
+    check_weights(&w, 2);
+    assert!(w[0] > w[1], "{w:?}");
+    assert_eq!(w[0], 1.0);
+    // The order of the parents does not decide it.
+    let w = m
+        .attention_attribution(&[UNRELATED, FACT], CHILD_COPY)
+        .expect("attribution");
+    eprintln!("swapped: {w:?}");
+    check_weights(&w, 2);
+    assert!(w[1] > w[0], "{w:?}");
+}
+
+#[test]
+fn copied_parent_stands_out_among_several() {
+    let Some(m) = model() else { return };
+    let parents = [
+        UNRELATED,
+        "Quarterly planning: the team will migrate the build servers next month and retire \
+         the old monitoring dashboards.",
+        FACT,
+        "Recipe: whisk two eggs with sugar, fold in the flour, and bake for twenty minutes.",
+    ];
+    let w = m.attention_attribution(&parents, CHILD_COPY).expect("attribution");
+    eprintln!("four parents, copy from #3: {w:?}");
+    check_weights(&w, 4);
+    let best = w
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(i, _)| i);
+    assert_eq!(best, Some(2), "{w:?}");
+}
+
+#[test]
+fn edge_cases() {
+    let Some(m) = model() else { return };
+    assert_eq!(m.attention_attribution(&[], "child").expect("no parents"), Vec::<f64>::new());
+    assert_eq!(m.attention_attribution(&[FACT], "").expect("empty child"), vec![0.0]);
+    assert_eq!(m.attention_attribution(&[FACT], CHILD_COPY).expect("one parent"), vec![1.0]);
+    let w = m.attention_attribution(&["", FACT], CHILD_COPY).expect("empty parent");
+    assert_eq!(w, vec![0.0, 1.0]);
+    let many: Vec<&str> = vec![FACT; 17];
+    assert!(m.attention_attribution(&many, CHILD_COPY).is_err());
+    // Deterministic.
+    let a = m.attention_attribution(&[FACT, UNRELATED], CHILD_COPY).expect("a");
+    let b = m.attention_attribution(&[FACT, UNRELATED], CHILD_COPY).expect("b");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn layout_spans_hold_the_truncated_texts() {
+    let Some(m) = model() else { return };
+    let cfg = AttnAttrConfig {
+        parent_token_budget: 5,
+        ..AttnAttrConfig::default()
+    };
+    let l = m
+        .attribution_layout(&[FACT, UNRELATED], CHILD_COPY, &cfg)
+        .expect("layout");
+    let t = m.tokenizer();
+    assert_eq!(l.parent_spans.len(), 2);
+    for (span, text) in l.parent_spans.iter().zip([FACT, UNRELATED]) {
+        assert_eq!(span.len(), 5);
+        let got = t.decode(&l.tokens[span.clone()], false);
+        assert!(text.starts_with(&got), "{got:?}");
+    }
+    assert_eq!(t.decode(&l.tokens[l.child_span.clone()], false), CHILD_COPY);
+    assert_eq!(l.child_span.end, l.tokens.len());
+    let text = t.decode(&l.tokens, false);
+    assert!(text.starts_with("<|im_start|>user\nSource 1:\nThe supplier"), "{text}");
+    assert!(text.contains("<|im_end|>\n<|im_start|>assistant\nPay the invoice"), "{text}");
+}
+
+/// Prints per-layer weights for a few cases (used to choose the default layer band).
+/// `cargo test -p memlineage-models --release -- --ignored --nocapture per_layer`
+#[test]
+#[ignore = "analysis, prints a table"]
+fn per_layer_profile() {
+    let Some(m) = model() else { return };
+    let cases: [(&str, Vec<&str>, &str); 4] = [
+        ("copy A", vec![FACT, UNRELATED], CHILD_COPY),
+        ("copy B (swapped)", vec![UNRELATED, FACT], CHILD_COPY),
+        (
+            "paraphrase A",
+            vec![FACT, UNRELATED],
+            "Maria Schmidt's Commerzbank account in Berlin now receives the supplier payments.",
+        ),
+        (
+            "summary of B",
+            vec![FACT, UNRELATED],
+            "Sunny Lisbon, a breeze off the sea, and the museum open late on Thursday.",
+        ),
+    ];
+    for (name, parents, child) in cases {
+        let by_layer = m
+            .attention_attribution_by_layer(&parents, child, &AttnAttrConfig::default())
+            .expect("by layer");
+        let dflt = m.attention_attribution(&parents, child).expect("default");
+        eprintln!("== {name}: default {dflt:.3?}");
+        for (l, w) in by_layer.iter().enumerate() {
+            eprintln!("  layer {l:2}: {w:.3?}");
+        }
+    }
+}
+
+/// Median wall time of one AttnAttr call (two parents of ~30 tokens, child ~30 tokens; and
+/// four parents at the full 128-token budget with a 96-token child).
+#[test]
+#[ignore = "timing, prints the median"]
+fn attribution_cost() {
+    let Some(m) = model() else { return };
+    let long_parent = FACT.repeat(6);
+    let long_child = CHILD_COPY.repeat(4);
+    let big: Vec<&str> = vec![&long_parent; 4];
+    for (name, parents, child) in [
+        ("2 short parents", vec![FACT, UNRELATED], CHILD_COPY),
+        ("4 x 128-token parents, 96-token child", big, long_child.as_str()),
+    ] {
+        let l = m
+            .attribution_layout(&parents, child, &AttnAttrConfig::default())
+            .expect("layout");
+        let mut times: Vec<Duration> = (0..7)
+            .map(|_| {
+                let t = Instant::now();
+                m.attention_attribution(&parents, child).expect("attribution");
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        eprintln!("{name}: {} tokens, median {:?}", l.tokens.len(), times[3]);
+    }
+    let prompt = m.chat_prompt("", "Write a short story about a lighthouse keeper.").expect("p");
+    let t = Instant::now();
+    let ids = m.generate(&prompt, 64, &[]).expect("generate");
+    let dt = t.elapsed();
+    eprintln!(
+        "generate: {} prompt tokens + {} new tokens in {dt:?} ({:.1} new tokens/s incl. prompt)",
+        prompt.len(),
+        ids.len(),
+        ids.len() as f64 / dt.as_secs_f64()
+    );
+}

@@ -1,0 +1,29 @@
+//! Shared model instance for the integration tests.
+
+use std::sync::OnceLock;
+
+use memlineage_models::LocalModel;
+
+/// The model, loaded once for the whole test binary; `None` (after printing why) when the file
+/// is missing and `CI` is not set. Panics when it is missing and `CI` is set, or fails to load.
+pub fn model() -> Option<&'static LocalModel> {
+    static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| match LocalModel::locate(None) {
+            Ok(path) => {
+                let t = std::time::Instant::now();
+                let m = LocalModel::load(&path)
+                    .unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
+                eprintln!("loaded {} in {:?}", m.model_id(), t.elapsed());
+                Some(m)
+            }
+            Err(e) => {
+                if std::env::var_os("CI").is_some() {
+                    panic!("CI is set but the model is missing: {e}");
+                }
+                eprintln!("skipping model test: {e}");
+                None
+            }
+        })
+        .as_ref()
+}

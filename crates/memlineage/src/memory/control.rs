@@ -1,0 +1,235 @@
+//! Control records: principal registry changes, forgetting (tombstones) and retroactive
+//! distrust (beyond the paper).
+
+use super::{Memory, WriteRequest, Written};
+use crate::error::Error;
+use crate::store::{Effect, Store, StoreRead};
+use memlineage_core::EntryId;
+use memlineage_core::entry::{EntryKind, SignedEntry};
+use memlineage_core::label::{TrustClass, TrustLabel};
+use memlineage_core::principal::Registry;
+use memlineage_core::records::{Distrust, DistrustTarget, RegistryChange, Tombstone};
+use memlineage_core::trust::{ParentEdge, compute_label};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+impl<S: Store> Memory<S> {
+    /// The operator's name (the genesis principal).
+    pub fn operator(&self) -> Result<String, Error> {
+        self.refresh_registry()?
+            .operator()
+            .map(str::to_string)
+            .ok_or_else(|| Error::Store("the log has no genesis record".into()))
+    }
+
+    /// Appends a registry change signed by `signer` (the operator).
+    pub(super) fn registry_change(
+        &self,
+        signer: &str,
+        change: RegistryChange,
+    ) -> Result<Written, Error> {
+        let req = WriteRequest::new(signer, EntryKind::Registry, change.to_content());
+        // Registry records are signed directly (not through `prepare`, whose registry checks
+        // assume a registered writer): the guard verifies them inside the transaction.
+        let key = self.keys.get(signer)?;
+        let content = req.content;
+        let body = memlineage_core::entry::EntryBody {
+            scope: req.scope,
+            writer: req.writer,
+            key_id: memlineage_core::keys::key_id(&key.verifying_key()),
+            kind: EntryKind::Registry,
+            content_hash: memlineage_core::Hash256::of(&content),
+            content_len: content.len() as u64,
+            source_hash: None,
+            context_hash: None,
+            parents: Vec::new(),
+            attribution: req.attribution,
+            tau: self.settings.tau,
+            fallback: self.settings.fallback,
+            label: TrustLabel::Trusted,
+            created_at_ms: self.clock.now_ms(),
+            metadata: req.metadata,
+        };
+        let entry = SignedEntry::sign(body, &key)?;
+        let mut out = self.append(vec![crate::store::NewRecord {
+            entry,
+            content,
+            search_text: None,
+        }])?;
+        out.pop()
+            .ok_or_else(|| Error::Store("append returned nothing".into()))
+    }
+
+    /// Registers a principal (signed by the operator, whose key must be loaded).
+    pub fn add_principal(
+        &self,
+        name: &str,
+        class: TrustClass,
+        key: &ed25519_dalek::VerifyingKey,
+    ) -> Result<Written, Error> {
+        memlineage_core::principal::validate_name(name)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        let op = self.operator()?;
+        self.registry_change(
+            &op,
+            RegistryChange::Add {
+                name: name.to_string(),
+                class,
+                key: *key,
+            },
+        )
+    }
+
+    /// Replaces a principal's key (signed by the operator with its current key). When the
+    /// operator rotates its own key, the change is signed with the old key, and the keyring
+    /// switches to the new one.
+    pub fn rotate_principal(
+        &self,
+        name: &str,
+        new_key: &ed25519_dalek::SigningKey,
+    ) -> Result<Written, Error> {
+        let op = self.operator()?;
+        let w = self.registry_change(
+            &op,
+            RegistryChange::Rotate {
+                name: name.to_string(),
+                key: new_key.verifying_key(),
+            },
+        )?;
+        if self.keys.contains(name) {
+            self.keys.insert(name, new_key.clone());
+        }
+        Ok(w)
+    }
+
+    /// Revokes a principal: every entry it signs from now on is refused.
+    pub fn revoke_principal(&self, name: &str, reason: &str) -> Result<Written, Error> {
+        let op = self.operator()?;
+        self.registry_change(
+            &op,
+            RegistryChange::Revoke {
+                name: name.to_string(),
+                reason: reason.to_string(),
+            },
+        )
+    }
+
+    /// Forgets an entry: appends a signed tombstone by `writer`; with `erase`, the content
+    /// bytes are deleted too, while the leaf and every proof still verify. Retrieval never
+    /// returns a forgotten entry. History is never rewritten.
+    pub fn forget(
+        &self,
+        writer: &str,
+        target: &EntryId,
+        erase: bool,
+        reason: &str,
+    ) -> Result<Written, Error> {
+        let t = Tombstone {
+            target: *target,
+            erase,
+            reason: reason.to_string(),
+        };
+        self.write(WriteRequest::new(writer, EntryKind::Tombstone, t.to_content()))
+    }
+
+    /// Retroactively distrusts an entry or a principal: the effective label of the target
+    /// becomes `EXTERNAL` and every descendant's effective label is recomputed from its
+    /// parents' effective labels, without rewriting history.
+    pub fn distrust(
+        &self,
+        writer: &str,
+        target: DistrustTarget,
+        reason: &str,
+    ) -> Result<Written, Error> {
+        let d = Distrust {
+            target,
+            reason: reason.to_string(),
+        };
+        self.write(WriteRequest::new(writer, EntryKind::Distrust, d.to_content()))
+    }
+}
+
+/// Computes the label raises caused by a distrust record. Descendants are visited in log
+/// order (a topological order of the DAG), and the walk stops where a label does not change.
+pub(super) fn distrust_effects(
+    reader: &dyn StoreRead,
+    d: &Distrust,
+    registry: &Registry,
+) -> Result<Vec<Effect>, Error> {
+    let seeds: Vec<(u64, EntryId)> = match &d.target {
+        DistrustTarget::Entry(id) => {
+            let e = reader.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
+            vec![(e.index, e.id)]
+        }
+        DistrustTarget::Principal(name) => {
+            if registry.get(name).is_none() {
+                return Err(Error::Invalid(format!("no principal named `{name}`")));
+            }
+            let mut out = Vec::new();
+            for index in reader.indices_by_writer(name)? {
+                if let Some(e) = reader.entry_by_index(index)? {
+                    out.push((e.index, e.id));
+                }
+            }
+            out
+        }
+    };
+    let mut raised: HashMap<EntryId, TrustLabel> = HashMap::new();
+    let mut effects = Vec::new();
+    let mut queue: BinaryHeap<Reverse<(u64, EntryId)>> = BinaryHeap::new();
+    for (index, id) in seeds {
+        raised.insert(id, TrustLabel::External);
+        effects.push(Effect::RaiseLabel {
+            id,
+            label: TrustLabel::External,
+        });
+        for (child, _) in reader.children(&id)? {
+            if let Some(c) = reader.entry_by_id(&child)? {
+                queue.push(Reverse((c.index, child)));
+            }
+        }
+        let _ = index;
+    }
+    let mut visited = std::collections::HashSet::new();
+    while let Some(Reverse((_, id))) = queue.pop() {
+        if !visited.insert(id) {
+            continue;
+        }
+        let stored = reader.entry_by_id(&id)?.ok_or(Error::NotFound(id))?;
+        let entry = SignedEntry::from_leaf(&stored.leaf)?;
+        let body = entry.body();
+        let current = stored
+            .effective_label
+            .map_or(body.label, |l| l.max(body.label));
+        let class = registry
+            .get(&body.writer)
+            .map_or(TrustClass::External, |p| p.class);
+        let mut edges = Vec::with_capacity(body.parents.len());
+        for p in &body.parents {
+            let label = match raised.get(&p.id) {
+                Some(l) => *l,
+                None => {
+                    let ps = reader.entry_by_id(&p.id)?.ok_or(Error::NotFound(p.id))?;
+                    let pe = SignedEntry::from_leaf(&ps.leaf)?;
+                    ps.effective_label
+                        .map_or(pe.body().label, |l| l.max(pe.body().label))
+                }
+            };
+            edges.push(ParentEdge {
+                label,
+                weight: p.weight,
+            });
+        }
+        let new = compute_label(class, &edges, body.tau, body.fallback).label;
+        if new > current {
+            raised.insert(id, new);
+            effects.push(Effect::RaiseLabel { id, label: new });
+            for (child, _) in reader.children(&id)? {
+                if let Some(c) = reader.entry_by_id(&child)? {
+                    queue.push(Reverse((c.index, child)));
+                }
+            }
+        }
+    }
+    Ok(effects)
+}

@@ -1,0 +1,204 @@
+//! The [`Memory`] handle: the one object an agent holds. `Send + Sync`, no global state.
+
+mod audit;
+mod control;
+mod read;
+mod write;
+
+pub use audit::{AuditProblem, AuditReport};
+pub use read::{EntryView, InclusionProof};
+pub use write::{WriteRequest, Written};
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::Error;
+use crate::keyring::Keyring;
+use crate::store::{Store, StoreRead};
+use memlineage_core::entry::SignedEntry;
+use memlineage_core::label::{Fallback, Weight};
+use memlineage_core::principal::Registry;
+use memlineage_core::records::RegistryChange;
+use std::sync::Mutex;
+
+/// Store-wide settings, fixed at `init` and kept in the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The checkpoint origin line (C2SP tlog-checkpoint), unique per log.
+    pub origin: String,
+    /// Default τ for labels.
+    pub tau: Weight,
+    /// Default fallback for labels.
+    pub fallback: Fallback,
+}
+
+impl Settings {
+    /// The documented defaults: τ = 0.5, strict fallback.
+    pub fn with_origin(origin: &str) -> Settings {
+        Settings {
+            origin: origin.to_string(),
+            tau: Weight::from_bp(5000).unwrap_or(Weight::ONE),
+            fallback: Fallback::Strict,
+        }
+    }
+}
+
+/// The registry as of some log size, refreshed from the store when other writers append.
+struct RegistryCache {
+    registry: Registry,
+    next: u64,
+}
+
+/// Signed, lineage-labelled agent memory over a [`Store`].
+pub struct Memory<S: Store> {
+    store: S,
+    keys: Keyring,
+    settings: Settings,
+    cache: Mutex<RegistryCache>,
+    clock: Box<dyn Clock>,
+}
+
+impl<S: Store> Memory<S> {
+    /// Initialises an empty store: records the settings and writes the genesis record, in
+    /// which `operator` (a trusted principal) registers itself with `operator_key`.
+    pub fn init(
+        store: S,
+        settings: Settings,
+        operator: &str,
+        operator_key: ed25519_dalek::SigningKey,
+    ) -> Result<Memory<S>, Error> {
+        if store.size()? != 0 || store.setting("origin")?.is_some() {
+            return Err(Error::Store(
+                "the store is already initialised (refusing to overwrite it)".into(),
+            ));
+        }
+        memlineage_core::checkpoint::Checkpoint::new(&settings.origin, 0, Default::default())
+            .validate()
+            .map_err(|e| Error::Invalid(format!("origin: {e}")))?;
+        store.set_setting("origin", &settings.origin)?;
+        store.set_setting("tau", &settings.tau.to_string())?;
+        store.set_setting("fallback", settings.fallback.as_str())?;
+        store.set_setting("operator", operator)?;
+        let mem = Memory::from_parts(store, settings);
+        mem.keys.insert(operator, operator_key.clone());
+        mem.registry_change(
+            operator,
+            RegistryChange::Add {
+                name: operator.to_string(),
+                class: memlineage_core::label::TrustClass::Trusted,
+                key: operator_key.verifying_key(),
+            },
+        )?;
+        Ok(mem)
+    }
+
+    /// Opens an initialised store.
+    pub fn open(store: S) -> Result<Memory<S>, Error> {
+        let get = |k: &str| -> Result<String, Error> {
+            store.setting(k)?.ok_or_else(|| {
+                Error::Store(format!(
+                    "the store is not initialised (setting `{k}` missing): run `memlineage init`"
+                ))
+            })
+        };
+        let origin = get("origin")?;
+        let tau = get("tau")?
+            .parse::<Weight>()
+            .map_err(|e| Error::Integrity(format!("setting tau: {e}")))?;
+        let fallback = get("fallback")?
+            .parse::<Fallback>()
+            .map_err(|e| Error::Integrity(format!("setting fallback: {e}")))?;
+        let mem = Memory::from_parts(
+            store,
+            Settings {
+                origin,
+                tau,
+                fallback,
+            },
+        );
+        mem.refresh_registry()?;
+        Ok(mem)
+    }
+
+    fn from_parts(store: S, settings: Settings) -> Memory<S> {
+        Memory {
+            store,
+            keys: Keyring::new(),
+            settings,
+            cache: Mutex::new(RegistryCache {
+                registry: Registry::new(),
+                next: 0,
+            }),
+            clock: Box::new(SystemClock),
+        }
+    }
+
+    /// Replaces the clock (the evaluation uses a deterministic one).
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Memory<S> {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// The keyring: load the secret keys this process signs with.
+    pub fn keys(&self) -> &Keyring {
+        &self.keys
+    }
+
+    /// The store settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The registry as of now (refreshed from the store).
+    pub fn registry(&self) -> Result<Registry, Error> {
+        self.refresh_registry()
+    }
+
+    fn lock_cache(&self) -> Result<std::sync::MutexGuard<'_, RegistryCache>, Error> {
+        self.cache
+            .lock()
+            .map_err(|_| Error::Store("registry cache poisoned by a panic in another thread".into()))
+    }
+
+    /// Applies registry records appended since the cache was last refreshed.
+    fn refresh_registry(&self) -> Result<Registry, Error> {
+        let mut guard = self.lock_cache()?;
+        let cache = &mut *guard;
+        catch_up(&self.store, &mut cache.registry, &mut cache.next)?;
+        Ok(cache.registry.clone())
+    }
+}
+
+/// Replays registry records with index ≥ `next` into `registry`, advancing `next`.
+fn catch_up(reader: &dyn StoreRead, registry: &mut Registry, next: &mut u64) -> Result<(), Error> {
+    for (index, leaf, content) in reader.registry_records(*next)? {
+        let entry = SignedEntry::from_leaf(&leaf)?;
+        let change = RegistryChange::from_content(&content)?;
+        verify_registry_signature(registry, index, &entry, &change)?;
+        registry.apply(index, &entry, &change)?;
+        *next = index + 1;
+    }
+    Ok(())
+}
+
+/// A registry record's signature: genesis is checked against the key it registers, later
+/// records against the operator's key at that index.
+fn verify_registry_signature(
+    registry: &Registry,
+    index: u64,
+    entry: &SignedEntry,
+    change: &RegistryChange,
+) -> Result<(), Error> {
+    match (registry.operator(), change) {
+        (None, RegistryChange::Add { key, .. }) => entry.verify_signature(key)?,
+        _ => {
+            let body = entry.body();
+            let (_, key) = registry.signer_at(&body.writer, &body.key_id, index)?;
+            entry.verify_signature(key)?;
+        }
+    }
+    Ok(())
+}

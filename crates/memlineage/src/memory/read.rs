@@ -1,0 +1,221 @@
+//! Reading entries, proofs and checkpoints.
+
+use super::Memory;
+use crate::error::Error;
+use crate::store::{Store, StoredEntry};
+use memlineage_core::checkpoint::{self, Checkpoint, NoteVerifier};
+use memlineage_core::entry::SignedEntry;
+use memlineage_core::label::TrustLabel;
+use memlineage_core::merkle;
+use memlineage_core::{EntryId, Hash256};
+
+/// An entry as returned to callers: decoded, with its content and derived state.
+#[derive(Clone, Debug)]
+pub struct EntryView {
+    /// Leaf index.
+    pub index: u64,
+    /// The signed entry.
+    pub entry: SignedEntry,
+    /// Content bytes, `None` once erased.
+    pub content: Option<Vec<u8>>,
+    /// The label as signed.
+    pub label: TrustLabel,
+    /// The label after retroactive distrust (≥ `label`).
+    pub effective_label: TrustLabel,
+    /// The tombstone that forgot this entry, if any.
+    pub forgotten_by: Option<EntryId>,
+}
+
+impl EntryView {
+    pub(crate) fn from_stored(stored: StoredEntry) -> Result<EntryView, Error> {
+        let entry = SignedEntry::from_leaf(&stored.leaf)?;
+        if entry.id() != stored.id {
+            return Err(Error::Integrity(format!(
+                "entry at index {} is indexed as {} but its body hashes to {}",
+                stored.index,
+                stored.id,
+                entry.id()
+            )));
+        }
+        let label = entry.body().label;
+        Ok(EntryView {
+            index: stored.index,
+            label,
+            effective_label: stored.effective_label.map_or(label, |l| l.max(label)),
+            forgotten_by: stored.forgotten_by,
+            content: stored.content,
+            entry,
+        })
+    }
+
+    /// The content as UTF-8 text (lossy), or `None` once erased.
+    pub fn text(&self) -> Option<String> {
+        self.content
+            .as_ref()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+    }
+}
+
+/// An RFC 9162 inclusion proof of one entry in a tree of `size` leaves.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct InclusionProof {
+    /// Leaf index.
+    pub index: u64,
+    /// Tree size the proof is for.
+    pub size: u64,
+    /// The leaf hash.
+    pub leaf_hash: Hash256Hex,
+    /// The root of the tree of `size` leaves.
+    pub root: Hash256Hex,
+    /// The audit path, bottom up.
+    pub path: Vec<Hash256Hex>,
+}
+
+/// A hash that serialises as lowercase hex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hash256Hex(pub Hash256);
+
+impl serde::Serialize for Hash256Hex {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0.to_hex())
+    }
+}
+
+impl<S: Store> Memory<S> {
+    /// An entry by id.
+    pub fn get(&self, id: &EntryId) -> Result<EntryView, Error> {
+        let stored = self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
+        EntryView::from_stored(stored)
+    }
+
+    /// Entries with index in `[start, start + limit)`.
+    pub fn log(&self, start: u64, limit: u64) -> Result<Vec<EntryView>, Error> {
+        self.store
+            .entries(start, limit)?
+            .into_iter()
+            .map(EntryView::from_stored)
+            .collect()
+    }
+
+    /// Number of entries in the log.
+    pub fn size(&self) -> Result<u64, Error> {
+        self.store.size()
+    }
+
+    /// The root of the tree of the first `size` leaves, from O(log n) stored nodes.
+    pub fn root_at(&self, size: u64) -> Result<Hash256, Error> {
+        let nodes = merkle::root_nodes(size);
+        Ok(merkle::root_from_nodes(&self.store.nodes(&nodes)?))
+    }
+
+    /// An inclusion proof for `id` in the tree of `size` leaves (default: the current size),
+    /// built from O(log n) stored node reads.
+    pub fn prove_inclusion(&self, id: &EntryId, size: Option<u64>) -> Result<InclusionProof, Error> {
+        let stored = self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
+        let size = match size {
+            Some(s) => s,
+            None => self.store.size()?,
+        };
+        self.inclusion_at(stored.index, &stored.leaf, size)
+    }
+
+    pub(crate) fn inclusion_at(
+        &self,
+        index: u64,
+        leaf: &[u8],
+        size: u64,
+    ) -> Result<InclusionProof, Error> {
+        let plan = merkle::inclusion_plan(index, size)?;
+        let path = plan.assemble(&self.store.nodes(plan.nodes())?)?;
+        let root = self.root_at(size)?;
+        let leaf_hash = merkle::leaf_hash(leaf);
+        merkle::verify_inclusion(&leaf_hash, index, size, &path, &root)?;
+        Ok(InclusionProof {
+            index,
+            size,
+            leaf_hash: Hash256Hex(leaf_hash),
+            root: Hash256Hex(root),
+            path: path.into_iter().map(Hash256Hex).collect(),
+        })
+    }
+
+    /// A consistency proof between tree sizes `old` and `new`, with both roots. The proof is
+    /// verified before it is returned.
+    pub fn prove_consistency(
+        &self,
+        old: u64,
+        new: u64,
+    ) -> Result<(Hash256, Hash256, Vec<Hash256>), Error> {
+        let size = self.store.size()?;
+        if new > size {
+            return Err(Error::Invalid(format!(
+                "tree size {new} is larger than the log ({size} entries)"
+            )));
+        }
+        let plan = merkle::consistency_plan(old, new)?;
+        let proof = plan.assemble(&self.store.nodes(plan.nodes())?)?;
+        let old_root = self.root_at(old)?;
+        let new_root = self.root_at(new)?;
+        merkle::verify_consistency(old, new, &old_root, &new_root, &proof)?;
+        Ok((old_root, new_root, proof))
+    }
+
+    /// Signs and stores a checkpoint of the current tree with the operator's key (which must
+    /// be loaded). Returns the signed note text.
+    pub fn checkpoint(&self) -> Result<String, Error> {
+        let op = self.operator()?;
+        let key = self.keys.get(&op)?;
+        let size = self.store.size()?;
+        let cp = Checkpoint::new(&self.settings.origin, size, self.root_at(size)?);
+        let note = checkpoint::sign_checkpoint(&cp, &self.settings.origin, &key)?;
+        self.store.save_checkpoint(size, &note)?;
+        Ok(note)
+    }
+
+    /// The latest signed checkpoint, verified against the operator's keys (any key the
+    /// operator has held) and against the stored tree. `None` when none was ever made.
+    pub fn latest_checkpoint(&self) -> Result<Option<Checkpoint>, Error> {
+        let Some(note) = self.store.latest_checkpoint()? else {
+            return Ok(None);
+        };
+        let registry = self.refresh_registry()?;
+        let op = registry
+            .operator()
+            .and_then(|o| registry.get(o))
+            .ok_or_else(|| Error::Store("the log has no genesis record".into()))?;
+        let mut last_err = None;
+        for k in op.keys.iter().rev() {
+            let verifier = NoteVerifier::new(&self.settings.origin, k.key)?;
+            match checkpoint::open_checkpoint(&note, &verifier) {
+                Ok(cp) => {
+                    if cp.origin != self.settings.origin {
+                        return Err(Error::Integrity(format!(
+                            "checkpoint origin `{}` is not this log's `{}`",
+                            cp.origin, self.settings.origin
+                        )));
+                    }
+                    let size = self.store.size()?;
+                    if cp.size > size {
+                        return Err(Error::Integrity(format!(
+                            "the signed checkpoint covers {} entries but the log has only {size}: entries were removed",
+                            cp.size
+                        )));
+                    }
+                    let root = self.root_at(cp.size)?;
+                    if root != cp.root {
+                        return Err(Error::Integrity(format!(
+                            "the stored tree of size {} has root {root}, but the signed checkpoint says {}",
+                            cp.size, cp.root
+                        )));
+                    }
+                    return Ok(Some(cp));
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(Error::Integrity(format!(
+            "the latest checkpoint is not signed by the operator: {}",
+            last_err.map_or_else(|| "no operator key".to_string(), |e| e.to_string())
+        )))
+    }
+}

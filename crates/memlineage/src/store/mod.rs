@@ -1,0 +1,110 @@
+//! The storage backend behind the [`Memory`](crate::Memory) handle: a small trait in the manner
+//! of redb's `StorageBackend`, so a PostgreSQL backend can follow without touching the handle.
+//!
+//! The store keeps bytes and indexes; it makes no trust decision. Everything it returns is
+//! re-verified by the caller (signatures, leaves against the tree, labels), so a store that has
+//! been edited behind the program's back is caught by `verify` and by retrieval.
+
+mod schema;
+mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+use crate::error::Error;
+use memlineage_core::entry::SignedEntry;
+use memlineage_core::label::{TrustLabel, Weight};
+use memlineage_core::merkle::NodeId;
+use memlineage_core::{EntryId, Hash256};
+
+/// One stored entry as read back: the raw leaf (decoded by the caller, so tampering surfaces as
+/// a decode or verification error, never a panic), its content, and derived state.
+#[derive(Clone, Debug)]
+pub struct StoredEntry {
+    /// Leaf index in the log.
+    pub index: u64,
+    /// The entry id as indexed (re-derived from the leaf by verifiers).
+    pub id: EntryId,
+    /// The canonical leaf bytes.
+    pub leaf: Vec<u8>,
+    /// The content bytes; `None` once erased.
+    pub content: Option<Vec<u8>>,
+    /// Set when a tombstone forgot this entry: the tombstone's id.
+    pub forgotten_by: Option<EntryId>,
+    /// The effective label, when a distrust record raised it above the signed label.
+    pub effective_label: Option<TrustLabel>,
+}
+
+/// A new entry to append.
+#[derive(Clone, Debug)]
+pub struct NewRecord {
+    /// The signed entry.
+    pub entry: SignedEntry,
+    /// Its content bytes.
+    pub content: Vec<u8>,
+    /// Text to index for full-text search (`None` for control records and binary content).
+    pub search_text: Option<String>,
+}
+
+/// Derived state that a control record changes, applied in the same transaction as the append.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// A tombstone forgets `target` (and erases its content when `erase`).
+    Forget {
+        /// The forgotten entry.
+        target: EntryId,
+        /// The tombstone's id.
+        tombstone: EntryId,
+        /// Erase the content bytes too.
+        erase: bool,
+    },
+    /// A distrust record raises the effective label of `id`.
+    RaiseLabel {
+        /// The entry.
+        id: EntryId,
+        /// Its new effective label.
+        label: TrustLabel,
+    },
+}
+
+/// Read access, both outside and inside a write transaction.
+pub trait StoreRead {
+    /// Number of leaves in the log.
+    fn size(&self) -> Result<u64, Error>;
+    /// An entry by id.
+    fn entry_by_id(&self, id: &EntryId) -> Result<Option<StoredEntry>, Error>;
+    /// An entry by leaf index.
+    fn entry_by_index(&self, index: u64) -> Result<Option<StoredEntry>, Error>;
+    /// Entries with index in `[start, start + limit)`, in index order.
+    fn entries(&self, start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    /// Hashes of complete Merkle subtrees, in the order asked. A missing node is an error.
+    fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
+    /// Children of an entry (entries that list it as a parent), with the edge weights.
+    fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
+    /// Indices of entries written by `writer`.
+    fn indices_by_writer(&self, writer: &str) -> Result<Vec<u64>, Error>;
+    /// Registry records with index ≥ `from`: (index, leaf, content).
+    fn registry_records(&self, from: u64) -> Result<Vec<(u64, Vec<u8>, Vec<u8>)>, Error>;
+    /// The latest signed checkpoint note, if any.
+    fn latest_checkpoint(&self) -> Result<Option<String>, Error>;
+    /// Full-text search: indices of live entries in `scope` (or below), best match first.
+    fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error>;
+    /// A store setting.
+    fn setting(&self, key: &str) -> Result<Option<String>, Error>;
+}
+
+/// A guard run inside the write transaction, after the store has fixed the index of the first
+/// new record: it validates the batch against the current state and returns the effects.
+pub type AppendGuard<'a> =
+    dyn FnMut(&dyn StoreRead, u64, &[NewRecord]) -> Result<Vec<Effect>, Error> + 'a;
+
+/// A storage backend.
+pub trait Store: StoreRead + Send + Sync {
+    /// Appends `records` atomically and durably (one transaction, one fsync: group commit).
+    /// `guard` runs inside the transaction; if it fails nothing is written.
+    /// Returns the index of the first record.
+    fn append(&self, records: &[NewRecord], guard: &mut AppendGuard<'_>) -> Result<u64, Error>;
+    /// Saves a signed checkpoint note for tree size `size`.
+    fn save_checkpoint(&self, size: u64, note: &str) -> Result<(), Error>;
+    /// Sets a store setting (only at initialisation).
+    fn set_setting(&self, key: &str, value: &str) -> Result<(), Error>;
+}

@@ -1,0 +1,63 @@
+//! The SQLite schema, version 1. Documented byte by byte in `docs/store.md`.
+
+/// The schema version this library writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Creates every table of schema version 1.
+pub const CREATE: &str = r#"
+CREATE TABLE IF NOT EXISTS settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS entries (
+    idx     INTEGER PRIMARY KEY,         -- leaf index, 0-based, dense
+    id      BLOB NOT NULL UNIQUE,        -- SHA-256 of the canonical body
+    leaf    BLOB NOT NULL,               -- canonical CBOR leaf: {"sig", "body"}
+    scope   TEXT NOT NULL,
+    writer  TEXT NOT NULL,
+    kind    TEXT NOT NULL,
+    label   TEXT NOT NULL                -- the signed label (a copy for queries)
+);
+CREATE INDEX IF NOT EXISTS entries_writer ON entries(writer);
+CREATE INDEX IF NOT EXISTS entries_kind ON entries(kind);
+
+CREATE TABLE IF NOT EXISTS content (
+    idx   INTEGER PRIMARY KEY,           -- = entries.idx
+    bytes BLOB                           -- NULL once erased
+);
+
+CREATE TABLE IF NOT EXISTS edges (
+    parent BLOB NOT NULL,
+    child  BLOB NOT NULL,
+    weight INTEGER NOT NULL,             -- basis points
+    PRIMARY KEY (parent, child)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS nodes (
+    level INTEGER NOT NULL,              -- 0 = leaf hash
+    idx   INTEGER NOT NULL,
+    hash  BLOB NOT NULL,
+    PRIMARY KEY (level, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS forgotten (
+    id        BLOB PRIMARY KEY,
+    tombstone BLOB NOT NULL,
+    erased    INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS effective (
+    id    BLOB PRIMARY KEY,
+    label TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS checkpoints (
+    size INTEGER PRIMARY KEY,
+    note TEXT NOT NULL
+);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(
+    text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+);
+"#;
