@@ -14,6 +14,7 @@ pub mod canonical;
 pub mod checkpoint;
 pub mod entry;
 pub mod error;
+pub mod gate;
 pub mod hash;
 pub mod keys;
 pub mod label;

@@ -4,7 +4,7 @@
 
 use memlineage_core::entry::EntryKind;
 use memlineage_core::label::TrustLabel;
-use memlineage_core::render::escape::{escape_content, is_hazard, unescape};
+use memlineage_core::render::escape::{escape_content, is_hazard, unescape, unescape_attribute};
 use memlineage_core::render::{RenderedEntry, context_hash, render_json, render_text};
 use memlineage_core::{EntryId, Hash256};
 use proptest::prelude::*;
@@ -56,7 +56,7 @@ fn parse(text: &str) -> Result<Vec<Block>, String> {
         let trust: TrustLabel = trust.parse().map_err(|e| format!("{e}"))?;
         rest = expect(r, " writer=\"")?;
         let (writer, r) = value(rest)?;
-        let writer = unescape(writer).map_err(|e| format!("writer: {e}"))?;
+        let writer = unescape_attribute(writer).map_err(|e| format!("writer: {e}"))?;
         rest = expect(r, " kind=\"")?;
         let (kind, r) = value(rest)?;
         let kind: EntryKind = kind.parse().map_err(|e| format!("{e}"))?;

@@ -126,12 +126,16 @@ pub fn escape_content(s: &str) -> String {
 pub fn escape_attribute(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '\n' | '\t' => push_reference(&mut out, c),
-            _ => push_escaped(&mut out, c),
-        }
+        push_attribute_escaped(&mut out, c);
     }
     out
+}
+
+fn push_attribute_escaped(out: &mut String, c: char) {
+    match c {
+        '\n' | '\t' => push_reference(out, c),
+        _ => push_escaped(out, c),
+    }
 }
 
 fn push_escaped(out: &mut String, c: char) {
@@ -165,7 +169,8 @@ pub enum UnescapeError {
         /// Its byte offset.
         at: usize,
     },
-    /// A character that escaping never leaves bare (`<`, `>`, `"`, `=` or a hazard character).
+    /// A character that escaping never leaves bare (`<`, `>`, `"`, `=`, a hazard character, and
+    /// in an attribute also line feed and tab).
     #[error("unescaped character U+{code:04X} at byte {at}")]
     Bare {
         /// The code point.
@@ -187,9 +192,19 @@ pub enum UnescapeError {
 /// Reverses [`escape_content`]. Strict: accepts exactly the strings `escape_content` can
 /// produce, so `escape_content(&unescape(s)?) == s` for every `s` it accepts.
 pub fn unescape(s: &str) -> Result<String, UnescapeError> {
+    unescape_with(s, push_escaped)
+}
+
+/// Reverses [`escape_attribute`], as strictly as [`unescape`] reverses [`escape_content`].
+pub fn unescape_attribute(s: &str) -> Result<String, UnescapeError> {
+    unescape_with(s, push_attribute_escaped)
+}
+
+fn unescape_with(s: &str, escape: fn(&mut String, char)) -> Result<String, UnescapeError> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     let mut at = 0usize;
+    let mut single = String::new();
     while let Some(c) = rest.chars().next() {
         if c == '&' {
             let end = rest
@@ -201,9 +216,9 @@ pub fn unescape(s: &str) -> Result<String, UnescapeError> {
                 reference: reference.to_string(),
                 at,
             })?;
-            let mut canonical = String::new();
-            push_escaped(&mut canonical, decoded);
-            if canonical != rest[..=end] {
+            single.clear();
+            escape(&mut single, decoded);
+            if single != rest[..=end] {
                 return Err(UnescapeError::NonCanonical {
                     reference: reference.to_string(),
                     at,
@@ -213,7 +228,9 @@ pub fn unescape(s: &str) -> Result<String, UnescapeError> {
             rest = &rest[end + 1..];
             at += end + 1;
         } else {
-            if matches!(c, '<' | '>' | '"' | '=') || is_hazard(c) {
+            single.clear();
+            escape(&mut single, c);
+            if single.len() != c.len_utf8() {
                 return Err(UnescapeError::Bare {
                     code: u32::from(c),
                     at,
@@ -293,7 +310,10 @@ mod tests {
         );
         assert_eq!(escape_content("＜memory＞"), "&#xFF1C;memory&#xFF1E;");
         assert_eq!(escape_content("‹›"), "&#x2039;&#x203A;");
-        assert_eq!(escape_attribute("a\nb"), "a&#xA;b");
+        assert_eq!(escape_attribute("a\nb\t"), "a&#xA;b&#x9;");
+        assert_eq!(unescape_attribute("a&#xA;b&#x9;").unwrap(), "a\nb\t");
+        assert!(unescape_attribute("a\nb").is_err());
+        assert!(unescape("a&#xA;b").is_err());
         assert_eq!(Escaped("<&>").to_string(), "&lt;&amp;&gt;");
     }
 

@@ -13,5 +13,5 @@ pub mod escape;
 pub mod lineage;
 pub mod prompt;
 
-pub use escape::{UnescapeError, escape_content, unescape};
+pub use escape::{UnescapeError, escape_attribute, escape_content, unescape, unescape_attribute};
 pub use prompt::{RenderedEntry, context_hash, render_json, render_text};

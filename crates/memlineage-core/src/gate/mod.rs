@@ -1,0 +1,238 @@
+//! The sensitive-action gate (paper §M6).
+//!
+//! A [`Policy`] names the sensitive tools and, for each checked parameter, its [`ParamType`],
+//! the least trusted label that may justify it, and what to do with a value nothing justifies.
+//! [`decide`] traces every checked parameter of a [`ToolCall`] to the context entries that
+//! justify it — explicit citation, else normalised value matching, else attribution weights
+//! above τ — and allows the call, denies it (naming the parameter, the offending entry and its
+//! lineage path to the untrusted root), or repairs it with values of trusted provenance.
+//!
+//! This module is pure: the policy arrives as text, the entries as values, and the decision
+//! leaves as a value for the caller to log and act on. The rules are written out in
+//! `docs/gate.md`.
+
+mod call;
+mod decide;
+mod error;
+mod ids;
+mod param_type;
+mod policy;
+mod repair;
+mod trace;
+
+pub use call::ToolCall;
+pub use decide::decide;
+pub use error::GateError;
+pub use param_type::{Amount, Date, NormValue, ParamType, ParamValue, ValueError};
+pub use policy::{Citations, Mode, ParamPolicy, Policy, PolicyError, ToolPolicy, Unjustified};
+
+use crate::entry::EntryKind;
+use crate::hash::EntryId;
+use crate::label::{TrustLabel, Weight};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// An entry of the active context, as the gate sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContextEntry {
+    /// The entry id.
+    pub id: EntryId,
+    /// The entry's *effective* label (after retroactive distrust, if any).
+    pub label: TrustLabel,
+    /// The writer principal, for messages.
+    pub writer: String,
+    /// The entry kind, for messages.
+    pub kind: EntryKind,
+    /// The content, `None` if it was erased (an erased entry justifies nothing by value).
+    pub content: Option<String>,
+    /// The strong lineage path from this entry up to its untrusted root, this entry first;
+    /// empty if the entry is trusted.
+    pub taint_path: Vec<EntryId>,
+}
+
+/// Everything [`decide`] needs besides the policy.
+#[derive(Clone, Copy, Debug)]
+pub struct GateInput<'a> {
+    /// The tool call.
+    pub call: &'a ToolCall,
+    /// The entries in the prompt, including the user's request, in prompt order.
+    pub context: &'a [ContextEntry],
+    /// Explicit citations: parameter → entry ids, which must be in `context`.
+    pub citations: &'a BTreeMap<String, Vec<EntryId>>,
+    /// Attribution weights the caller computed per parameter: entry ids (in `context`) and
+    /// weights; entries with weight strictly above `tau` justify the parameter.
+    pub attribution: &'a BTreeMap<String, Vec<(EntryId, Weight)>>,
+    /// The attribution threshold τ.
+    pub tau: Weight,
+    /// Whether to try authority repair when the call would be denied.
+    pub repair: bool,
+    /// Further repair candidates, from store retrieval with the user's request as the query.
+    pub repair_pool: &'a [ContextEntry],
+}
+
+static NO_CITATIONS: BTreeMap<String, Vec<EntryId>> = BTreeMap::new();
+static NO_ATTRIBUTION: BTreeMap<String, Vec<(EntryId, Weight)>> = BTreeMap::new();
+
+impl<'a> GateInput<'a> {
+    /// An input with no citations, no attribution, and no repair.
+    pub fn new(call: &'a ToolCall, context: &'a [ContextEntry], tau: Weight) -> GateInput<'a> {
+        GateInput {
+            call,
+            context,
+            citations: &NO_CITATIONS,
+            attribution: &NO_ATTRIBUTION,
+            tau,
+            repair: false,
+            repair_pool: &[],
+        }
+    }
+
+    /// With explicit citations.
+    pub fn with_citations(mut self, citations: &'a BTreeMap<String, Vec<EntryId>>) -> Self {
+        self.citations = citations;
+        self
+    }
+
+    /// With attribution weights.
+    pub fn with_attribution(
+        mut self,
+        attribution: &'a BTreeMap<String, Vec<(EntryId, Weight)>>,
+    ) -> Self {
+        self.attribution = attribution;
+        self
+    }
+
+    /// With repair enabled, drawing extra candidates from `pool`.
+    pub fn with_repair(mut self, pool: &'a [ContextEntry]) -> Self {
+        self.repair = true;
+        self.repair_pool = pool;
+        self
+    }
+}
+
+/// The gate's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Every checked parameter is justified within its required label (or the tool is not
+    /// sensitive).
+    Allow,
+    /// Some parameter is not, and could not be repaired.
+    Deny,
+    /// Some parameters were replaced by values of trusted provenance; the repaired call passes.
+    Repair,
+}
+
+impl Decision {
+    /// `allow`, `deny` or `repair`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::Repair => "repair",
+        }
+    }
+}
+
+/// What became of one checked parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Justified at or below the required label.
+    Justified,
+    /// Nothing justifies it, and the policy allows that.
+    UnjustifiedAllowed,
+    /// Nothing justifies it, and the policy denies that.
+    UnjustifiedDenied,
+    /// Justified only at a label above the required one.
+    Untrusted,
+    /// Replaced by a value of trusted provenance.
+    Repaired,
+    /// Not in the call (or `null`): nothing to check.
+    Absent,
+}
+
+impl Outcome {
+    /// Whether this outcome denies the call.
+    pub fn fails(self) -> bool {
+        matches!(self, Outcome::UnjustifiedDenied | Outcome::Untrusted)
+    }
+}
+
+/// How a parameter was traced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// Explicit citation.
+    Citation,
+    /// Normalised value matching against the entries' content.
+    ValueMatch,
+    /// Attribution weight above τ.
+    Attribution,
+    /// Nothing justifies it.
+    None,
+}
+
+/// The reason for one checked parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamReason {
+    /// The parameter.
+    pub param: String,
+    /// What became of it.
+    pub outcome: Outcome,
+    /// How it was traced.
+    pub via: Via,
+    /// The entries that justify it (for a repaired parameter: its new value).
+    #[serde(with = "ids::list")]
+    pub justifying: Vec<EntryId>,
+    /// The least trusted label among them.
+    pub worst_label: Option<TrustLabel>,
+    /// For an untrusted (or repaired) parameter: the least trusted justifying entry.
+    #[serde(with = "ids::opt")]
+    pub offending: Option<EntryId>,
+    /// The offending entry's lineage path to its untrusted root, the entry first.
+    #[serde(with = "ids::list")]
+    pub taint_path: Vec<EntryId>,
+    /// A sentence a person can read.
+    pub message: String,
+}
+
+/// One replaced parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Repair {
+    /// The parameter.
+    pub param: String,
+    /// The value the model produced.
+    pub old: Value,
+    /// The value of trusted provenance that replaces it.
+    pub new: Value,
+    /// The entry that supplies the new value.
+    #[serde(with = "ids::one")]
+    pub source: EntryId,
+    /// That entry's label.
+    pub source_label: TrustLabel,
+}
+
+/// The gate's decision on one call, with its reasons: what the caller logs and acts on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateDecision {
+    /// Allow, deny or repair.
+    pub decision: Decision,
+    /// The tool.
+    pub tool: String,
+    /// The policy's mode.
+    pub mode: Mode,
+    /// Whether the caller dispatches the call: in enforce mode for allow and repair; in record
+    /// mode always.
+    pub dispatched: bool,
+    /// One sentence summing up the decision.
+    pub summary: String,
+    /// One reason per parameter the policy names for this tool, in name order.
+    pub reasons: Vec<ParamReason>,
+    /// The arguments to dispatch: the repaired ones for a repair in enforce mode, else the
+    /// original ones (record mode dispatches the call as made).
+    pub arguments: Map<String, Value>,
+    /// The replaced parameters, for a repair.
+    pub repairs: Vec<Repair>,
+}

@@ -1,0 +1,410 @@
+//! The gate policy: which tools are sensitive, and for each parameter its type, the least
+//! trusted label that may justify it, and what to do with a value nothing justifies.
+//!
+//! The TOML format and its defaults are specified in `docs/gate.md`. Parsing walks the spanned
+//! TOML document, so every error names the line and column of the offending key or value.
+
+use super::param_type::ParamType;
+use crate::label::TrustLabel;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use toml::Spanned;
+use toml::de::{DeString, DeTable, DeValue};
+
+/// Enforce the decision, or only record it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A denied call is not dispatched; a repaired call is dispatched with the repaired
+    /// arguments. The default.
+    #[default]
+    Enforce,
+    /// Decide and log, but dispatch every call as made: for rolling out a policy.
+    Record,
+}
+
+impl Mode {
+    /// `enforce` or `record`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Record => "record",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What to do with a parameter value that no entry justifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unjustified {
+    /// Let it through (for values the model may legitimately make up, such as a note).
+    Allow,
+    /// Deny the call. The default.
+    #[default]
+    Deny,
+}
+
+impl Unjustified {
+    /// `allow` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unjustified::Allow => "allow",
+            Unjustified::Deny => "deny",
+        }
+    }
+}
+
+/// How explicit citations are treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Citations {
+    /// A cited entry justifies a value only if it carries the value (by the type's matching);
+    /// citations the model invents for a value that came from elsewhere are ignored. The
+    /// default.
+    #[default]
+    Verify,
+    /// A cited entry justifies the value whatever its content (for callers whose citations do
+    /// not come from the model).
+    Trust,
+}
+
+impl Citations {
+    /// `verify` or `trust`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Citations::Verify => "verify",
+            Citations::Trust => "trust",
+        }
+    }
+}
+
+/// The policy of one parameter of a sensitive tool.
+#[derive(Clone, Debug)]
+pub struct ParamPolicy {
+    /// The parameter's type.
+    pub kind: ParamType,
+    /// The least trusted label that may justify the value (default `DERIVED_TRUSTED`).
+    pub require: TrustLabel,
+    /// What to do when nothing justifies the value (default `deny`).
+    pub unjustified: Unjustified,
+}
+
+impl ParamPolicy {
+    /// A parameter of type `kind` with the defaults: `require = DERIVED_TRUSTED`,
+    /// `unjustified = deny`.
+    pub fn new(kind: ParamType) -> ParamPolicy {
+        ParamPolicy {
+            kind,
+            require: Policy::DEFAULT_REQUIRE,
+            unjustified: Unjustified::Deny,
+        }
+    }
+}
+
+/// The policy of one sensitive tool.
+#[derive(Clone, Debug, Default)]
+pub struct ToolPolicy {
+    /// The checked parameters; parameters not named here are not checked.
+    pub params: BTreeMap<String, ParamPolicy>,
+}
+
+/// A gate policy.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    /// Enforce or record (default enforce).
+    pub mode: Mode,
+    /// How explicit citations are treated (default verify).
+    pub citations: Citations,
+    /// The sensitive tools by name; a tool not named is not sensitive.
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+/// An invalid policy file: where, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy line {line}, column {column}: {message}")]
+pub struct PolicyError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// What is wrong, as a sentence.
+    pub message: String,
+}
+
+impl PolicyError {
+    fn at(text: &str, offset: usize, message: impl Into<String>) -> PolicyError {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        PolicyError {
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+type Key<'i> = Spanned<DeString<'i>>;
+type Val<'i> = Spanned<DeValue<'i>>;
+
+/// The entries of a table in source order (the parsed map is sorted by key).
+fn entries<'a, 'i>(t: &'a DeTable<'i>) -> Vec<(&'a Key<'i>, &'a Val<'i>)> {
+    let mut v: Vec<_> = t.iter().collect();
+    v.sort_by_key(|(k, _)| k.span().start);
+    v
+}
+
+fn type_name(v: &DeValue<'_>) -> &'static str {
+    match v {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a date-time",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+struct Ctx<'t> {
+    text: &'t str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, offset: usize, message: impl Into<String>) -> PolicyError {
+        PolicyError::at(self.text, offset, message)
+    }
+
+    fn string<'a>(&self, v: &'a Val<'_>, what: &str) -> Result<&'a str, PolicyError> {
+        match v.get_ref() {
+            DeValue::String(s) => Ok(s.as_ref()),
+            other => Err(self.err(
+                v.span().start,
+                format!("{what} must be a string, found {}", type_name(other)),
+            )),
+        }
+    }
+
+    fn table<'a, 'i>(&self, v: &'a Val<'i>, what: &str) -> Result<&'a DeTable<'i>, PolicyError> {
+        match v.get_ref() {
+            DeValue::Table(t) => Ok(t),
+            other => Err(self.err(
+                v.span().start,
+                format!("{what} must be a table, found {}", type_name(other)),
+            )),
+        }
+    }
+
+    fn name(&self, k: &Key<'_>, what: &str) -> Result<String, PolicyError> {
+        let s: &str = k.get_ref().as_ref();
+        if s.trim().is_empty() {
+            return Err(self.err(k.span().start, format!("{what} name is empty")));
+        }
+        Ok(s.to_string())
+    }
+}
+
+/// The last line of a regex error (`error: unclosed group`), without the diagram.
+fn regex_problem(e: &regex::Error) -> String {
+    let text = e.to_string();
+    text.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map_or_else(|| text.split_whitespace().collect::<Vec<_>>().join(" "), str::to_string)
+}
+
+impl Policy {
+    /// The default `require`: `DERIVED_TRUSTED`.
+    pub const DEFAULT_REQUIRE: TrustLabel = TrustLabel::DerivedTrusted;
+
+    /// Parses a policy from TOML text (format in `docs/gate.md`). Errors name the line and
+    /// column and the problem: TOML syntax, unknown keys, unknown types, bad labels, bad regular
+    /// expressions, bad modes.
+    pub fn parse(toml_text: &str) -> Result<Policy, PolicyError> {
+        let cx = Ctx { text: toml_text };
+        let doc = DeTable::parse(toml_text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            cx.err(offset, e.message().trim().to_string())
+        })?;
+        let mut policy = Policy::default();
+        for (k, v) in entries(doc.get_ref()) {
+            match k.get_ref().as_ref() {
+                "mode" => {
+                    policy.mode = match cx.string(v, "`mode`")? {
+                        "enforce" => Mode::Enforce,
+                        "record" => Mode::Record,
+                        other => {
+                            return Err(cx.err(
+                                v.span().start,
+                                format!(
+                                    "unknown mode {other:?} (expected \"enforce\" or \"record\")"
+                                ),
+                            ));
+                        }
+                    }
+                }
+                "citations" => {
+                    policy.citations = match cx.string(v, "`citations`")? {
+                        "verify" => Citations::Verify,
+                        "trust" => Citations::Trust,
+                        other => {
+                            return Err(cx.err(
+                                v.span().start,
+                                format!(
+                                    "unknown citations setting {other:?} (expected \"verify\" or \"trust\")"
+                                ),
+                            ));
+                        }
+                    }
+                }
+                "tools" => {
+                    for (tk, tv) in entries(cx.table(v, "`tools`")?) {
+                        let tool = cx.name(tk, "tool")?;
+                        let tp = parse_tool(&cx, &tool, tv)?;
+                        policy.tools.insert(tool, tp);
+                    }
+                }
+                other => {
+                    return Err(cx.err(
+                        k.span().start,
+                        format!(
+                            "unknown key {other:?} at the top level (expected `mode`, `citations` or `tools`)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Whether `tool` is named in the policy.
+    pub fn is_sensitive(&self, tool: &str) -> bool {
+        self.tools.contains_key(tool)
+    }
+}
+
+fn parse_tool(cx: &Ctx<'_>, tool: &str, v: &Val<'_>) -> Result<ToolPolicy, PolicyError> {
+    let mut tp = ToolPolicy::default();
+    for (k, pv) in entries(cx.table(v, &format!("tool `{tool}`"))?) {
+        if k.get_ref().as_ref() != "params" {
+            return Err(cx.err(
+                k.span().start,
+                format!(
+                    "unknown key {:?} in tool `{tool}` (expected `params`)",
+                    k.get_ref().as_ref()
+                ),
+            ));
+        }
+        for (pk, pval) in entries(cx.table(pv, &format!("`tools.{tool}.params`"))?) {
+            let param = cx.name(pk, "parameter")?;
+            let pp = parse_param(cx, tool, &param, pk, pval)?;
+            tp.params.insert(param, pp);
+        }
+    }
+    Ok(tp)
+}
+
+fn parse_param(
+    cx: &Ctx<'_>,
+    tool: &str,
+    param: &str,
+    key: &Key<'_>,
+    v: &Val<'_>,
+) -> Result<ParamPolicy, PolicyError> {
+    let where_ = format!("parameter `{param}` of tool `{tool}`");
+    let t = cx.table(v, &where_)?;
+    let mut kind: Option<(&str, usize)> = None;
+    let mut pattern: Option<(&str, usize)> = None;
+    let mut require = Policy::DEFAULT_REQUIRE;
+    let mut unjustified = Unjustified::Deny;
+    for (k, val) in entries(t) {
+        let start = val.span().start;
+        match k.get_ref().as_ref() {
+            "type" => kind = Some((cx.string(val, "`type`")?, start)),
+            "pattern" => pattern = Some((cx.string(val, "`pattern`")?, start)),
+            "require" => {
+                let s = cx.string(val, "`require`")?;
+                require = s.parse().map_err(|_| {
+                    cx.err(
+                        start,
+                        format!(
+                            "invalid label {s:?} in `require` of {where_} (expected \"TRUSTED\", \"DERIVED_TRUSTED\", \"DERIVED_UNTRUSTED\" or \"EXTERNAL\")"
+                        ),
+                    )
+                })?;
+            }
+            "unjustified" => {
+                unjustified = match cx.string(val, "`unjustified`")? {
+                    "allow" => Unjustified::Allow,
+                    "deny" => Unjustified::Deny,
+                    other => {
+                        return Err(cx.err(
+                            start,
+                            format!(
+                                "invalid `unjustified` {other:?} in {where_} (expected \"allow\" or \"deny\")"
+                            ),
+                        ));
+                    }
+                }
+            }
+            other => {
+                return Err(cx.err(
+                    k.span().start,
+                    format!(
+                        "unknown key {other:?} in {where_} (expected `type`, `require`, `unjustified` or `pattern`)"
+                    ),
+                ));
+            }
+        }
+    }
+    let expected = ParamType::NAMES.join(", ");
+    let Some((type_name, type_at)) = kind else {
+        return Err(cx.err(
+            key.span().start,
+            format!("{where_} has no `type` (expected one of {expected})"),
+        ));
+    };
+    let kind = if type_name == "regex" {
+        let Some((pat, pat_at)) = pattern else {
+            return Err(cx.err(
+                type_at,
+                format!("{where_} has type \"regex\" but no `pattern`"),
+            ));
+        };
+        ParamType::regex(pat).map_err(|e| {
+            cx.err(
+                pat_at,
+                format!("invalid regex pattern {pat:?} in {where_}: {}", regex_problem(&e)),
+            )
+        })?
+    } else {
+        if let Some((_, pat_at)) = pattern {
+            return Err(cx.err(
+                pat_at,
+                format!("`pattern` is only allowed with type = \"regex\" ({where_} has type {type_name:?})"),
+            ));
+        }
+        ParamType::from_name(type_name).ok_or_else(|| {
+            cx.err(
+                type_at,
+                format!("unknown parameter type {type_name:?} in {where_} (expected one of {expected})"),
+            )
+        })?
+    };
+    Ok(ParamPolicy {
+        kind,
+        require,
+        unjustified,
+    })
+}
