@@ -1,1 +1,143 @@
-fn main() {}
+//! `memlineage`: the command-line tool of MemLineage, a signed, lineage-labelled memory log for
+//! LLM agents. See `docs/cli.md` for every command, its JSON shape and the exit codes.
+#![forbid(unsafe_code)]
+
+mod commands;
+mod output;
+mod paths;
+
+use clap::{Parser, Subcommand};
+use output::{CliError, EXIT_USAGE, Outcome};
+use paths::StorePaths;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Signed, lineage-labelled memory for LLM agents.
+///
+/// Exit codes: 0 ok; 1 the command failed or was refused (including `verify` finding
+/// problems); 2 bad usage or input (unknown flag, malformed id, weight, scope or name).
+#[derive(Parser, Debug)]
+#[command(name = "memlineage", version, about, long_about = None)]
+struct Cli {
+    /// The store database file (or a directory holding `store.db`). Default: $MEMLINEAGE_STORE,
+    /// else ./.memlineage/store.db. Secret keys live in `keys/` beside it.
+    #[arg(long, global = true, value_name = "PATH")]
+    store: Option<PathBuf>,
+
+    /// Print exactly one JSON object on stdout instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create a new store: operator key, genesis record, default principals `agent` and `web`.
+    Init(commands::init::InitArgs),
+    /// Manage principals (writers) and their keys.
+    #[command(subcommand)]
+    Principal(commands::principal::PrincipalCommand),
+    /// Write a signed entry (content from the argument, or stdin when absent or `-`).
+    Write(commands::write::WriteArgs),
+    /// Show one entry: content, labels, provenance, and its inclusion proof.
+    Get(commands::read::GetArgs),
+    /// List entries in log order.
+    Log(commands::read::LogArgs),
+    /// Print an inclusion proof (`prove ID`) or a consistency proof (`prove --consistency OLD NEW`).
+    Prove(commands::proof::ProveArgs),
+    /// Sign a checkpoint of the current tree with the operator's key and print the note.
+    Checkpoint,
+    /// Forget an entry with a signed tombstone (and optionally erase its content).
+    Forget(commands::control::ForgetArgs),
+    /// Retroactively distrust an entry or a principal: descendants' effective labels rise.
+    Distrust(commands::control::DistrustArgs),
+    /// Audit the whole store: signatures, registry, labels, leaves, tree and checkpoint.
+    Verify,
+    /// Testing aids (hidden).
+    #[command(subcommand, hide = true)]
+    Debug(commands::debug::DebugCommand),
+}
+
+/// What every command gets.
+pub struct Ctx {
+    /// Where the store is.
+    pub paths: StorePaths,
+    /// `--json` was given.
+    pub json: bool,
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let json_requested = std::env::args_os().any(|a| a == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            if !e.use_stderr() {
+                // --help, --version
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            if json_requested {
+                let msg = e.kind().as_str().unwrap_or("invalid usage").to_string();
+                let detail = e.to_string();
+                let obj = serde_json::json!({
+                    "ok": false,
+                    "error": detail.lines().next().unwrap_or(&msg).trim_start_matches("error: "),
+                    "exit_code": EXIT_USAGE,
+                });
+                println!("{obj}");
+            }
+            let _ = e.print();
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let ctx = Ctx {
+        paths: StorePaths::resolve(cli.store.as_deref()),
+        json: cli.json,
+    };
+    tracing::debug!(store = %ctx.paths.db.display(), "resolved store");
+    let code = match run(cli.command, &ctx) {
+        Ok(outcome) => output::emit(&outcome, ctx.json),
+        Err(e) => output::emit_error(&e, ctx.json),
+    };
+    ExitCode::from(code)
+}
+
+fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
+    match command {
+        Command::Init(a) => commands::init::run(a, ctx),
+        Command::Principal(c) => commands::principal::run(c, ctx),
+        Command::Write(a) => commands::write::run(a, ctx),
+        Command::Get(a) => commands::read::get(a, ctx),
+        Command::Log(a) => commands::read::log(a, ctx),
+        Command::Prove(a) => commands::proof::prove(a, ctx),
+        Command::Checkpoint => commands::proof::checkpoint(ctx),
+        Command::Forget(a) => commands::control::forget(a, ctx),
+        Command::Distrust(a) => commands::control::distrust(a, ctx),
+        Command::Verify => commands::verify::run(ctx),
+        Command::Debug(c) => commands::debug::run(c, ctx),
+    }
+}
+
+/// Tracing to stderr, configured by `RUST_LOG`; off by default.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

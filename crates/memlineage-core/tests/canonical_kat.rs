@@ -98,21 +98,21 @@ fn appendix_a() -> Vec<(&'static str, Value, &'static str)> {
 }
 
 #[test]
-fn appendix_a_encode_gives_the_rfc_bytes() {
+fn canonical_appendix_a_encode_gives_the_rfc_bytes() {
     for (diag, value, hex_str) in appendix_a() {
         assert_eq!(encode(&value).unwrap(), h(hex_str), "encoding {diag}");
     }
 }
 
 #[test]
-fn appendix_a_decode_gives_the_value_back() {
+fn canonical_appendix_a_decode_gives_the_value_back() {
     for (diag, value, hex_str) in appendix_a() {
         assert_eq!(decode(&h(hex_str)).unwrap(), value, "decoding {diag}");
     }
 }
 
 #[test]
-fn appendix_a_map_in_reverse_order_still_encodes_to_the_rfc_bytes() {
+fn canonical_appendix_a_map_in_reverse_order_still_encodes_to_the_rfc_bytes() {
     let reversed = Value::Map(
         ["e", "d", "c", "b", "a"]
             .iter()
@@ -128,7 +128,7 @@ fn appendix_a_map_in_reverse_order_still_encodes_to_the_rfc_bytes() {
 /// RFC 8949 Appendix A examples outside MemLineage's subset or not in deterministic encoding,
 /// each with the error it must produce.
 #[test]
-fn appendix_a_items_outside_the_subset_are_rejected() {
+fn canonical_appendix_a_items_outside_the_subset_are_rejected() {
     let neg = |offset| CanonicalError::NegativeInteger { offset };
     let float = |precision| CanonicalError::Float {
         offset: 0,
@@ -176,7 +176,7 @@ fn appendix_a_items_outside_the_subset_are_rejected() {
 /// negative integers, so -1 and [-1] are left out. Note `false` (one byte, 0xf4) sorts *last*:
 /// the order is bytewise, not the "shorter first" order of RFC 7049 §3.9.
 #[test]
-fn rfc8949_section_4_2_1_key_order_example() {
+fn canonical_rfc8949_section_4_2_1_key_order_example() {
     let sorted_keys = [
         u(10),
         u(100),
@@ -222,7 +222,7 @@ fn rfc8949_section_4_2_1_key_order_example() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn rejects_truncated_head() {
+fn canonical_rejects_truncated_head() {
     assert_eq!(
         decode(&[]),
         Err(CanonicalError::TruncatedHead { offset: 0 })
@@ -250,7 +250,7 @@ fn rejects_truncated_head() {
 }
 
 #[test]
-fn rejects_truncated_payload() {
+fn canonical_rejects_truncated_payload() {
     // h'010203' with only one payload byte present.
     assert_eq!(
         decode(&[0x43, 0x01]),
@@ -312,7 +312,7 @@ fn rejects_truncated_payload() {
 }
 
 #[test]
-fn rejects_trailing_bytes() {
+fn canonical_rejects_trailing_bytes() {
     assert_eq!(
         decode(&[0x01, 0x02, 0x03]),
         Err(CanonicalError::TrailingBytes {
@@ -330,7 +330,7 @@ fn rejects_trailing_bytes() {
 }
 
 #[test]
-fn rejects_non_shortest_integer() {
+fn canonical_rejects_non_shortest_integer() {
     // [1, 2, 3] with the 3 written as 0x19 0x00 0x03.
     let err = decode(&[0x83, 0x01, 0x02, 0x19, 0x00, 0x03]).unwrap_err();
     assert_eq!(
@@ -375,7 +375,7 @@ fn rejects_non_shortest_integer() {
 }
 
 #[test]
-fn rejects_non_shortest_length() {
+fn canonical_rejects_non_shortest_length() {
     let nsl = |offset, kind, length, head_len, shortest| CanonicalError::NonShortestLength {
         offset,
         kind,
@@ -402,7 +402,7 @@ fn rejects_non_shortest_length() {
 }
 
 #[test]
-fn rejects_unsorted_map_keys() {
+fn canonical_rejects_unsorted_map_keys() {
     // {2: 0, 1: 0}
     assert_eq!(
         decode(&[0xa2, 0x02, 0x00, 0x01, 0x00]),
@@ -416,7 +416,7 @@ fn rejects_unsorted_map_keys() {
 }
 
 #[test]
-fn rejects_duplicate_map_keys() {
+fn canonical_rejects_duplicate_map_keys() {
     // {1: 0, 1: 0}
     assert_eq!(
         decode(&[0xa2, 0x01, 0x00, 0x01, 0x01]),
@@ -436,7 +436,7 @@ fn rejects_duplicate_map_keys() {
 }
 
 #[test]
-fn rejects_indefinite_lengths() {
+fn canonical_rejects_indefinite_lengths() {
     let indef = |offset, kind| CanonicalError::IndefiniteLength { offset, kind };
     assert_eq!(decode(&[0x5f, 0xff]), Err(indef(0, "byte string")));
     assert_eq!(decode(&[0x7f, 0xff]), Err(indef(0, "text string")));
@@ -447,7 +447,7 @@ fn rejects_indefinite_lengths() {
 }
 
 #[test]
-fn rejects_break_byte() {
+fn canonical_rejects_break_byte() {
     assert_eq!(
         decode(&[0xff]),
         Err(CanonicalError::UnexpectedBreak { offset: 0 })
@@ -459,7 +459,7 @@ fn rejects_break_byte() {
 }
 
 #[test]
-fn rejects_floats() {
+fn canonical_rejects_floats() {
     let float = |offset, precision| CanonicalError::Float { offset, precision };
     assert_eq!(decode(&[0xf9, 0x3c, 0x00]), Err(float(0, "half")));
     assert_eq!(
@@ -475,7 +475,7 @@ fn rejects_floats() {
 }
 
 #[test]
-fn rejects_tags() {
+fn canonical_rejects_tags() {
     // 1(0): epoch time 0.
     assert_eq!(
         decode(&[0xc1, 0x00]),
@@ -491,7 +491,7 @@ fn rejects_tags() {
 }
 
 #[test]
-fn rejects_negative_integers_as_unsupported() {
+fn canonical_rejects_negative_integers_as_unsupported() {
     let err = decode(&[0x82, 0x00, 0x20]).unwrap_err();
     assert_eq!(err, CanonicalError::NegativeInteger { offset: 2 });
     assert!(
@@ -506,7 +506,7 @@ fn rejects_negative_integers_as_unsupported() {
 }
 
 #[test]
-fn rejects_simple_values_other_than_false_true_null() {
+fn canonical_rejects_simple_values_other_than_false_true_null() {
     let simple = |offset, value| CanonicalError::UnsupportedSimple { offset, value };
     assert_eq!(decode(&[0xf7]), Err(simple(0, 23))); // undefined
     assert_eq!(decode(&[0xe0]), Err(simple(0, 0)));
@@ -517,7 +517,7 @@ fn rejects_simple_values_other_than_false_true_null() {
 }
 
 #[test]
-fn rejects_invalid_utf8() {
+fn canonical_rejects_invalid_utf8() {
     // "\xc3(" : a two-byte sequence cut by an ASCII byte.
     assert_eq!(
         decode(&[0x62, 0xc3, 0x28]),
@@ -550,7 +550,7 @@ fn rejects_invalid_utf8() {
 }
 
 #[test]
-fn rejects_nesting_deeper_than_the_limit() {
+fn canonical_rejects_nesting_deeper_than_the_limit() {
     assert_eq!(MAX_DEPTH, 32);
     // 32 nested arrays: accepted.
     let mut ok = vec![0x81; MAX_DEPTH - 1];
@@ -589,7 +589,7 @@ fn rejects_nesting_deeper_than_the_limit() {
 }
 
 #[test]
-fn rejects_reserved_additional_information() {
+fn canonical_rejects_reserved_additional_information() {
     for (major, base) in [
         (0u8, 0x00u8),
         (2, 0x40),
@@ -622,7 +622,7 @@ fn rejects_reserved_additional_information() {
 }
 
 #[test]
-fn every_error_message_names_its_offset() {
+fn canonical_every_error_message_names_its_offset() {
     let inputs: [&[u8]; 16] = [
         &[0x82, 0x01, 0x19],
         &[0x82, 0x43, 0x01],
@@ -659,7 +659,7 @@ fn every_error_message_names_its_offset() {
 
 /// The example messages of docs/canonical-cbor.md §3, verbatim, so the manual stays true.
 #[test]
-fn error_messages_match_the_manual() {
+fn canonical_error_messages_match_the_manual() {
     let cases: [(&[u8], &str); 16] = [
         (
             &[0x82, 0x01, 0x19],

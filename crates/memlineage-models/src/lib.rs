@@ -44,7 +44,7 @@ use sha2::{Digest, Sha256};
 
 pub use attribution::{AttnAttrConfig, aggregate, default_layers};
 pub use error::ModelError;
-pub use llama::LlamaConfig;
+pub use llama::{Compute, LlamaConfig};
 pub use locate::{ENV_MODEL, ENV_MODEL_DIR, default_model_dir};
 pub use tokenizer::Tokenizer;
 
@@ -105,8 +105,14 @@ impl LocalModel {
         locate::locate_with(explicit, &|k| std::env::var_os(k))
     }
 
-    /// Loads a GGUF llama model (weights and tokenizer) onto the CPU.
+    /// Loads a GGUF llama model (weights and tokenizer) onto the CPU, with the default
+    /// [`Compute::F32`] (fast; ~0.55 GB of memory for SmolLM2-135M).
     pub fn load(path: &Path) -> Result<Self, ModelError> {
+        Self::load_with(path, Compute::default())
+    }
+
+    /// Loads a GGUF llama model with an explicit [`Compute`] mode.
+    pub fn load_with(path: &Path, compute: Compute) -> Result<Self, ModelError> {
         let bytes = std::fs::read(path).map_err(|source| ModelError::Io {
             path: path.to_path_buf(),
             source,
@@ -120,7 +126,7 @@ impl LocalModel {
         let content = gguf_file::Content::read(&mut reader)
             .map_err(|e| invalid(format!("cannot parse GGUF: {e}")))?;
         let tokenizer = tokenizer_from_gguf(&content)?;
-        let llama = Llama::from_gguf(&content, &mut reader).map_err(invalid)?;
+        let llama = Llama::from_gguf(&content, &mut reader, compute).map_err(invalid)?;
         if tokenizer.vocab_size() != llama_vocab(&content) {
             return Err(invalid(format!(
                 "the tokenizer has {} tokens but the embedding has {} rows",
@@ -132,7 +138,11 @@ impl LocalModel {
             .file_stem()
             .map(|s| s.to_string_lossy().replace('.', "-"))
             .unwrap_or_else(|| "model".into());
-        let model_id = format!("{stem}@{}", &sha256[..12]);
+        let mut model_id = format!("{stem}@{}", &sha256[..12]);
+        if compute == Compute::Quantized {
+            // Results differ slightly from the default mode's, so the id says so.
+            model_id.push_str("+quantized-matmul");
+        }
         Ok(Self {
             llama,
             tokenizer,
@@ -148,8 +158,9 @@ impl LocalModel {
     }
 
     /// Identifies the exact weights: `<file stem with '.' → '-'>@<first 12 hex digits of the
-    /// file's SHA-256>`, e.g. `SmolLM2-135M-Instruct-Q4_1@b179c9523d0e`. Callers record it next
-    /// to every weight or verdict the model produced.
+    /// file's SHA-256>`, e.g. `SmolLM2-135M-Instruct-Q4_1@b179c9523d0e`, with
+    /// `+quantized-matmul` appended when loaded with [`Compute::Quantized`]. Callers record it
+    /// next to every weight or verdict the model produced.
     pub fn model_id(&self) -> String {
         self.model_id.clone()
     }

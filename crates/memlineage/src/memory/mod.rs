@@ -1,6 +1,7 @@
 //! The [`Memory`] handle: the one object an agent holds. `Send + Sync`, no global state.
 
 mod audit;
+mod cli_support;
 mod control;
 mod read;
 mod write;

@@ -108,7 +108,7 @@ fn month_at(b: &[u8], i: usize) -> Option<(u32, usize)> {
         let name = name.as_bytes();
         word.eq_ignore_ascii_case(name)
             || word.eq_ignore_ascii_case(&name[..3])
-            || (name[..4] == *b"sept" && word.eq_ignore_ascii_case(b"sept"))
+            || (name.starts_with(b"sept") && word.eq_ignore_ascii_case(b"sept"))
     })?;
     let e = if b.get(e) == Some(&b'.') { e + 1 } else { e };
     Some((m as u32 + 1, e))
