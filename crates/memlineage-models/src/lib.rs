@@ -372,17 +372,24 @@ impl LocalModel {
     /// Only the parents' own text tokens form their spans (not the `Source i:` headers); texts
     /// are encoded as plain text (control tokens inside them are not recognised).
     ///
-    /// **Attention read.** The post-softmax attention of all 9 heads of layers 7..=22 (the middle
-    /// half of the 30 layers, [`default_layers`]), averaged over heads and layers, from every
-    /// child token to every earlier position.
+    /// **Attention read.** The post-softmax attention of all 9 heads of layers 12..=24 (the
+    /// upper-middle band of the 30 layers, [`default_layers`], chosen on a labelled set — see
+    /// `docs/models.md`), averaged over heads and layers, from every child token to every earlier
+    /// position. The forward pass stops after layer 24 and computes no logits.
     ///
     /// **Normalisation.** Per child token, the mass on each parent span divided by the mass on
     /// all parent spans — so the attention sink (the first token), the template, the headers
     /// and the child's own earlier tokens do not count, whatever their share; averaged over the
     /// child tokens; then divided by the largest parent's value, so the most-attended parent
-    /// gets 1.0 and the others their attention relative to it. One parent alone therefore
-    /// always gets 1.0. Weights are in `[0, 1]`, one per parent, in the order given. An empty
-    /// `parents` gives an empty vector; an empty child gives all zeros.
+    /// gets 1.0 and the others their attention relative to it. Relative-to-max rather than
+    /// sum-to-one because an edge weight is compared with a threshold τ: with shares that sum to
+    /// one, adding unrelated parents would push every real source under τ (a way to launder
+    /// taint), and two equal sources would each get only 0.5. One parent alone therefore always
+    /// gets 1.0. Unrelated parents still receive some attention (0.14–0.68 on our labelled set),
+    /// so τ should sit above that noise floor.
+    ///
+    /// Weights are in `[0, 1]`, one per parent, in the order given. An empty `parents` gives an
+    /// empty vector; an empty child gives all zeros; more than 16 parents is an error.
     pub fn attention_attribution(
         &self,
         parents: &[&str],

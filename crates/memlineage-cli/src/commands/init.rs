@@ -67,8 +67,7 @@ pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     memlineage_core::checkpoint::Checkpoint::new(&origin, 0, Default::default())
         .validate()
         .map_err(|e| CliError::usage(format!("invalid --origin: {e}")))?;
-    let mut principals: Vec<(String, TrustClass)> =
-        vec![(a.operator.clone(), TrustClass::Trusted)];
+    let mut principals: Vec<(String, TrustClass)> = vec![(a.operator.clone(), TrustClass::Trusted)];
     for (name, class) in [
         (DEFAULT_AGENT, TrustClass::Trusted),
         (DEFAULT_EXTERNAL, TrustClass::External),

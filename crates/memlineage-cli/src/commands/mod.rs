@@ -40,7 +40,10 @@ pub fn open(paths: &StorePaths) -> Result<Mem, CliError> {
 pub fn open_for_audit(paths: &StorePaths) -> Result<Mem, CliError> {
     let store = open_store(paths)?;
     Memory::open_for_audit(store).map_err(|e| {
-        CliError::failed(format!("cannot open the store at {}: {e}", paths.describe()))
+        CliError::failed(format!(
+            "cannot open the store at {}: {e}",
+            paths.describe()
+        ))
     })
 }
 
@@ -52,7 +55,10 @@ fn open_store(paths: &StorePaths) -> Result<SqliteStore, CliError> {
         )));
     }
     SqliteStore::open(&paths.db).map_err(|e| {
-        CliError::failed(format!("cannot open the store at {}: {e}", paths.describe()))
+        CliError::failed(format!(
+            "cannot open the store at {}: {e}",
+            paths.describe()
+        ))
     })
 }
 

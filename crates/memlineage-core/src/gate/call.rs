@@ -16,7 +16,15 @@ pub struct ToolCall {
     pub arguments: Map<String, Value>,
 }
 
-const CALL_KEYS: [&str; 7] = ["name", "arguments", "input", "id", "type", "call_id", "index"];
+const CALL_KEYS: [&str; 7] = [
+    "name",
+    "arguments",
+    "input",
+    "id",
+    "type",
+    "call_id",
+    "index",
+];
 const WRAPPER_KEYS: [&str; 4] = ["function", "id", "type", "index"];
 const FUNCTION_KEYS: [&str; 2] = ["name", "arguments"];
 

@@ -43,7 +43,15 @@ pub fn decide(policy: &Policy, input: &GateInput<'_>) -> Result<GateDecision, Ga
         main: input.context,
         extra: &[],
     };
-    let checked = check_all(policy, tool, &call.arguments, input, entries, &[], &mut scratch)?;
+    let checked = check_all(
+        policy,
+        tool,
+        &call.arguments,
+        input,
+        entries,
+        &[],
+        &mut scratch,
+    )?;
     let failing = failing_names(&checked);
     if failing.is_empty() {
         let checked_n = checked
@@ -60,18 +68,32 @@ pub fn decide(policy: &Policy, input: &GateInput<'_>) -> Result<GateDecision, Ga
             call.name
         );
         if lax > 0 {
-            summary.push_str(&format!(
-                " ({lax} unjustified, which the policy allows)"
-            ));
+            summary.push_str(&format!(" ({lax} unjustified, which the policy allows)"));
         }
         summary.push('.');
         let reasons = checked.into_iter().map(|c| c.reason).collect();
-        return Ok(finish(policy, input, Decision::Allow, summary, reasons, None, Vec::new()));
+        return Ok(finish(
+            policy,
+            input,
+            Decision::Allow,
+            summary,
+            reasons,
+            None,
+            Vec::new(),
+        ));
     }
     if !input.repair {
         let summary = deny_summary(&failing, &call.name);
         let reasons = checked.into_iter().map(|c| c.reason).collect();
-        return Ok(finish(policy, input, Decision::Deny, summary, reasons, None, Vec::new()));
+        return Ok(finish(
+            policy,
+            input,
+            Decision::Deny,
+            summary,
+            reasons,
+            None,
+            Vec::new(),
+        ));
     }
     super::repair::attempt(policy, tool, input, checked, &mut scratch)
 }

@@ -221,7 +221,10 @@ fn regex_problem(e: &regex::Error) -> String {
     text.lines()
         .rev()
         .find_map(|l| l.trim().strip_prefix("error: "))
-        .map_or_else(|| text.split_whitespace().collect::<Vec<_>>().join(" "), str::to_string)
+        .map_or_else(
+            || text.split_whitespace().collect::<Vec<_>>().join(" "),
+            str::to_string,
+        )
 }
 
 impl Policy {
@@ -385,7 +388,10 @@ fn parse_param(
         ParamType::regex(pat).map_err(|e| {
             cx.err(
                 pat_at,
-                format!("invalid regex pattern {pat:?} in {where_}: {}", regex_problem(&e)),
+                format!(
+                    "invalid regex pattern {pat:?} in {where_}: {}",
+                    regex_problem(&e)
+                ),
             )
         })?
     } else {
@@ -398,7 +404,9 @@ fn parse_param(
         ParamType::from_name(type_name).ok_or_else(|| {
             cx.err(
                 type_at,
-                format!("unknown parameter type {type_name:?} in {where_} (expected one of {expected})"),
+                format!(
+                    "unknown parameter type {type_name:?} in {where_} (expected one of {expected})"
+                ),
             )
         })?
     };

@@ -31,7 +31,12 @@ pub(crate) enum Pick<'a> {
 }
 
 /// Whether an entry above `require`, in the context or the pool, carries `v`.
-fn carried_above(pp: &ParamPolicy, v: &NormValue, input: &GateInput<'_>, scratch: &mut String) -> bool {
+fn carried_above(
+    pp: &ParamPolicy,
+    v: &NormValue,
+    input: &GateInput<'_>,
+    scratch: &mut String,
+) -> bool {
     input
         .context
         .iter()
@@ -53,9 +58,7 @@ pub(crate) fn pick<'a>(pp: &ParamPolicy, input: &GateInput<'a>, scratch: &mut St
     for (from_pool, stage) in [(false, input.context), (true, input.repair_pool)] {
         let mut found: Vec<(NormValue, &'a ContextEntry)> = Vec::new();
         for e in stage {
-            if e.label > pp.require
-                || (from_pool && input.context.iter().any(|c| c.id == e.id))
-            {
+            if e.label > pp.require || (from_pool && input.context.iter().any(|c| c.id == e.id)) {
                 continue;
             }
             let Some(text) = e.content.as_deref() else {
@@ -171,14 +174,24 @@ pub(crate) fn attempt(
             if let Some(found) = note.strip_prefix("Repaired to ") {
                 msg.push_str("A repair was found (");
                 msg.push_str(found.trim_end_matches('.'));
-                msg.push_str("), but the call is denied because other parameters cannot be repaired.");
+                msg.push_str(
+                    "), but the call is denied because other parameters cannot be repaired.",
+                );
             } else {
                 msg.push_str(&note);
             }
         }
         let summary = deny_summary(&failing, &call.name);
         let reasons = checked.into_iter().map(|c| c.reason).collect();
-        return Ok(finish(policy, input, Decision::Deny, summary, reasons, None, Vec::new()));
+        return Ok(finish(
+            policy,
+            input,
+            Decision::Deny,
+            summary,
+            reasons,
+            None,
+            Vec::new(),
+        ));
     }
     let replaced: Vec<&str> = repairs.iter().map(|r| r.param.as_str()).collect();
     let entries = Entries {
@@ -193,7 +206,15 @@ pub(crate) fn attempt(
             name_list(&still)
         );
         let reasons = rechecked.into_iter().map(|c| c.reason).collect();
-        return Ok(finish(policy, input, Decision::Deny, summary, reasons, None, Vec::new()));
+        return Ok(finish(
+            policy,
+            input,
+            Decision::Deny,
+            summary,
+            reasons,
+            None,
+            Vec::new(),
+        ));
     }
     let mut reasons: Vec<ParamReason> = Vec::with_capacity(checked.len());
     for (i, (orig, re)) in checked.into_iter().zip(rechecked).enumerate() {
@@ -216,7 +237,19 @@ pub(crate) fn attempt(
         "Repaired: {} of `{}` replaced by {} of trusted provenance.",
         name_list(&replaced),
         call.name,
-        if replaced.len() == 1 { "a value" } else { "values" }
+        if replaced.len() == 1 {
+            "a value"
+        } else {
+            "values"
+        }
     );
-    Ok(finish(policy, input, Decision::Repair, summary, reasons, Some(args), repairs))
+    Ok(finish(
+        policy,
+        input,
+        Decision::Repair,
+        summary,
+        reasons,
+        Some(args),
+        repairs,
+    ))
 }

@@ -2,17 +2,28 @@
 
 use std::sync::OnceLock;
 
-use memlineage_models::LocalModel;
+use memlineage_models::{Compute, LocalModel};
 
-/// The model, loaded once for the whole test binary; `None` (after printing why) when the file
-/// is missing and `CI` is not set. Panics when it is missing and `CI` is set, or fails to load.
+/// The model (default [`Compute::F32`]), loaded once for the whole test binary; `None` (after
+/// printing why) when the file is missing and `CI` is not set. Panics when it is missing and
+/// `CI` is set, or fails to load.
 pub fn model() -> Option<&'static LocalModel> {
     static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
-    MODEL
+    load(&MODEL, Compute::F32)
+}
+
+/// The same model loaded with [`Compute::Quantized`].
+pub fn quantized_model() -> Option<&'static LocalModel> {
+    static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
+    load(&MODEL, Compute::Quantized)
+}
+
+fn load(cell: &'static OnceLock<Option<LocalModel>>, compute: Compute) -> Option<&'static LocalModel> {
+    cell
         .get_or_init(|| match LocalModel::locate(None) {
             Ok(path) => {
                 let t = std::time::Instant::now();
-                let m = LocalModel::load(&path)
+                let m = LocalModel::load_with(&path, compute)
                     .unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
                 eprintln!("loaded {} in {:?}", m.model_id(), t.elapsed());
                 Some(m)

@@ -4,10 +4,12 @@ mod audit;
 mod cli_support;
 mod control;
 mod read;
+mod retrieve;
 mod write;
 
 pub use audit::{AuditProblem, AuditReport};
 pub use read::{EntryView, InclusionProof};
+pub use retrieve::{Dropped, Retrieval};
 pub use write::{WriteRequest, Written};
 
 use crate::clock::{Clock, SystemClock};

@@ -377,7 +377,15 @@ mod tests {
     #[test]
     fn forms_of_one_thousand() {
         let k = Amount::new(false, 1000, 0);
-        for s in ["1,000.00", "1000", "$1,000", "1000.0 EUR", "EUR 1.000,00", "€1000", "1 000"] {
+        for s in [
+            "1,000.00",
+            "1000",
+            "$1,000",
+            "1000.0 EUR",
+            "EUR 1.000,00",
+            "€1000",
+            "1 000",
+        ] {
             if s == "1 000" {
                 assert_eq!(Amount::parse(s), None);
                 continue;
@@ -392,6 +400,9 @@ mod tests {
             all("IBAN GB29 NWBK 6016 1331 9268 19, due 2024-01-05 at 10:30, amount 98.70"),
             ["98.70"]
         );
-        assert_eq!(all("pay EUR98.70 or -5 now, not x-3 or A1"), ["98.70", "-5", "3"]);
+        assert_eq!(
+            all("pay EUR98.70 or -5 now, not x-3 or A1"),
+            ["98.70", "-5", "3"]
+        );
     }
 }

@@ -146,7 +146,10 @@ pub(crate) fn parse_at(b: &[u8], i: usize) -> Option<(Reading, usize)> {
     if digit_at(b, i) {
         let e1 = digits_end(b, i);
         let l1 = e1 - i;
-        let sep = b.get(e1).copied().filter(|c| matches!(c, b'-' | b'/' | b'.'));
+        let sep = b
+            .get(e1)
+            .copied()
+            .filter(|c| matches!(c, b'-' | b'/' | b'.'));
         if let Some(sep) = sep {
             let s2 = e1 + 1;
             let e2 = digits_end(b, s2);
@@ -264,11 +267,27 @@ mod tests {
                 assert_eq!(r, Some(jan5), "{s}");
             }
         }
-        assert_eq!(parse_param("13/01/2024"), Some(Reading::One(d(2024, 1, 13))));
-        assert_eq!(parse_param("01/13/2024"), Some(Reading::One(d(2024, 1, 13))));
-        for bad in ["2024-02-30", "2023-02-29", "2024-13-01", "Jan 2024", "2024-01-05T10:00", "05/01/24"] {
+        assert_eq!(
+            parse_param("13/01/2024"),
+            Some(Reading::One(d(2024, 1, 13)))
+        );
+        assert_eq!(
+            parse_param("01/13/2024"),
+            Some(Reading::One(d(2024, 1, 13)))
+        );
+        for bad in [
+            "2024-02-30",
+            "2023-02-29",
+            "2024-13-01",
+            "Jan 2024",
+            "2024-01-05T10:00",
+            "05/01/24",
+        ] {
             assert_eq!(parse_param(bad), None, "{bad}");
         }
-        assert_eq!(parse_param("2024-02-29"), Some(Reading::One(d(2024, 2, 29))));
+        assert_eq!(
+            parse_param("2024-02-29"),
+            Some(Reading::One(d(2024, 2, 29)))
+        );
     }
 }

@@ -160,8 +160,14 @@ mod tests {
             all("Please pay to IBAN UK12 3456 7890 1234 5678 90, amount 98.70"),
             ["UK12345678901234567890"]
         );
-        assert_eq!(all("iban:GB29NWBK60161331926819."), ["GB29NWBK60161331926819"]);
-        assert_eq!(all("gb29 nwbk 6016 1331 9268 19 from"), ["GB29NWBK60161331926819"]);
+        assert_eq!(
+            all("iban:GB29NWBK60161331926819."),
+            ["GB29NWBK60161331926819"]
+        );
+        assert_eq!(
+            all("gb29 nwbk 6016 1331 9268 19 from"),
+            ["GB29NWBK60161331926819"]
+        );
         // The next word has another case, so it is not a group.
         assert_eq!(
             all("DE89 3704 0044 0532 0130 00 Bank"),

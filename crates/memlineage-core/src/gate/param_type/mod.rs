@@ -154,8 +154,15 @@ pub(crate) fn shown(s: &str) -> String {
 
 impl ParamType {
     /// The type names a policy file accepts, in order.
-    pub const NAMES: [&'static str; 7] =
-        ["iban", "amount", "date", "email", "url", "free_text", "regex"];
+    pub const NAMES: [&'static str; 7] = [
+        "iban",
+        "amount",
+        "date",
+        "email",
+        "url",
+        "free_text",
+        "regex",
+    ];
 
     /// The type named `name`, for every type but `regex` (which needs a pattern).
     pub fn from_name(name: &str) -> Option<ParamType> {
@@ -195,7 +202,9 @@ impl ParamType {
 
     fn what(&self) -> &'static str {
         match self {
-            ParamType::Iban => "an IBAN (two letters, two check digits, 11 to 30 letters or digits)",
+            ParamType::Iban => {
+                "an IBAN (two letters, two check digits, 11 to 30 letters or digits)"
+            }
             ParamType::Amount => "an amount (a decimal number, optionally with a currency)",
             ParamType::Date => "a date (such as 2024-01-05, 05.01.2024 or 5 January 2024)",
             ParamType::Email => "an e-mail address",

@@ -67,14 +67,23 @@ pub(crate) fn occurs_token(value: &str, text: &str) -> bool {
     let first_alnum = value.chars().next().is_some_and(char::is_alphanumeric);
     let last_alnum = value.chars().next_back().is_some_and(char::is_alphanumeric);
     text.match_indices(value).any(|(i, _)| {
-        let before_ok = !first_alnum || !text[..i].chars().next_back().is_some_and(char::is_alphanumeric);
-        let after_ok =
-            !last_alnum || !text[i + value.len()..].chars().next().is_some_and(char::is_alphanumeric);
+        let before_ok = !first_alnum
+            || !text[..i]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric);
+        let after_ok = !last_alnum
+            || !text[i + value.len()..]
+                .chars()
+                .next()
+                .is_some_and(char::is_alphanumeric);
         before_ok && after_ok
     })
 }
 
-const PUNCT: &[char] = &['.', ',', ';', ':', '!', '?', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>'];
+const PUNCT: &[char] = &[
+    '.', ',', ';', ':', '!', '?', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>',
+];
 
 /// Every token of `text` (as is, or with surrounding punctuation removed) that `re` matches in
 /// full; `re` must be anchored.
@@ -100,7 +109,11 @@ mod tests {
         assert_eq!(fold("  Hello,\n\tWORLD  "), "hello, world");
         assert_eq!(fold("ÉTÉ  À"), "été à");
         let mut s = String::new();
-        assert!(contains_folded("hello, world", "Say HELLO,   world!", &mut s));
+        assert!(contains_folded(
+            "hello, world",
+            "Say HELLO,   world!",
+            &mut s
+        ));
         assert!(!contains_folded("", "anything", &mut s));
     }
 

@@ -16,7 +16,9 @@ fn scheme_char(b: u8) -> bool {
 }
 
 fn stop(c: char) -> bool {
-    c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | '"' | '`' | '{' | '}' | '|' | '\\' | '^')
+    c.is_whitespace()
+        || c.is_control()
+        || matches!(c, '<' | '>' | '"' | '`' | '{' | '}' | '|' | '\\' | '^')
 }
 
 fn default_port(scheme: &str) -> Option<&'static str> {
@@ -82,7 +84,11 @@ fn push_pct_upper(out: &mut String, s: &str) {
     let mut i = 0;
     let mut last = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && b[i + 1].is_ascii_hexdigit()
+            && b[i + 2].is_ascii_hexdigit()
+        {
             out.push_str(&s[last..i]);
             out.push('%');
             out.push(char::from(b[i + 1].to_ascii_uppercase()));
@@ -202,12 +208,22 @@ mod tests {
         for (a, b) in [
             ("HTTPS://Example.COM/", "https://example.com"),
             ("https://example.com:443/a/", "https://example.com/a"),
-            ("http://example.com:8080/a%2fb?x=%7e#", "http://example.com:8080/a%2Fb?x=%7E"),
+            (
+                "http://example.com:8080/a%2fb?x=%7e#",
+                "http://example.com:8080/a%2Fb?x=%7E",
+            ),
             ("https://u@[::1]:443/", "https://u@[::1]"),
         ] {
             assert_eq!(normalise(a).as_deref(), Some(b), "{a}");
         }
-        for bad in ["example.com", "https://", "https:///x", "1ttp://x", "https://x:y/", "https://a b"] {
+        for bad in [
+            "example.com",
+            "https://",
+            "https:///x",
+            "1ttp://x",
+            "https://x:y/",
+            "https://a b",
+        ] {
             assert_eq!(normalise(bad), None, "{bad}");
         }
     }
@@ -215,7 +231,10 @@ mod tests {
     #[test]
     fn text_spans() {
         let mut v = Vec::new();
-        extract("(see https://x.org/a). Or <HTTP://Y.org/b?q=1>, ftp://z.org:21/.", &mut v);
+        extract(
+            "(see https://x.org/a). Or <HTTP://Y.org/b?q=1>, ftp://z.org:21/.",
+            &mut v,
+        );
         assert_eq!(v, ["https://x.org/a", "http://y.org/b?q=1", "ftp://z.org"]);
     }
 }

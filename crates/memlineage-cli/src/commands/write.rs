@@ -1,0 +1,156 @@
+//! `memlineage write`: one signed entry, labelled from its parents at write time.
+
+use super::{
+    Mem, ParentArg, open, parse_content_kind, parse_fallback, parse_meta, parse_name, parse_parent,
+    parse_scope, parse_weight, resolve_id,
+};
+use crate::Ctx;
+use crate::output::{CliError, Outcome};
+use clap::Args;
+use memlineage::keyring::key_path;
+use memlineage::{WriteRequest, Written};
+use memlineage_core::Hash256;
+use memlineage_core::entry::{EntryKind, Parent, Scope};
+use memlineage_core::keys;
+use memlineage_core::label::{Fallback, TrustClass, Weight};
+use serde_json::json;
+use std::io::Read;
+
+/// `memlineage write`.
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// The content. Read from stdin when absent or `-`.
+    content: Option<String>,
+    /// The writer principal (its secret key must be in the store's key directory).
+    #[arg(long = "as", value_name = "PRINCIPAL", default_value = "agent", value_parser = parse_name)]
+    writer: String,
+    /// user_input, tool_output, observation or derived. Default: derived with parents, else
+    /// observation (tool_output for an external writer).
+    #[arg(long, value_parser = parse_content_kind)]
+    kind: Option<EntryKind>,
+    /// A parent entry (id or unique prefix of ≥ 8 hex) with an optional weight in [0, 1].
+    /// Repeatable. Without weights: weight 1, attribution `coarse`; with: `explicit`.
+    #[arg(long = "parent", value_name = "ID[:WEIGHT]", value_parser = parse_parent)]
+    parents: Vec<ParentArg>,
+    /// Scope, a namespace path such as tenant/agent/user/session.
+    #[arg(long, value_parser = parse_scope)]
+    scope: Option<Scope>,
+    /// τ for this entry (default: the store's).
+    #[arg(long, value_parser = parse_weight)]
+    tau: Option<Weight>,
+    /// Fallback for this entry: strict or permissive (default: the store's).
+    #[arg(long, value_parser = parse_fallback)]
+    fallback: Option<Fallback>,
+    /// Where the content came from (a URL, a file name…); its SHA-256 is signed as h_src.
+    #[arg(long)]
+    source: Option<String>,
+    /// Metadata KEY=VALUE, repeatable.
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta)]
+    meta: Vec<(String, String)>,
+}
+
+/// Checks that `name` is registered, not revoked, and that its current secret key is here.
+pub fn check_writer(mem: &Mem, ctx: &Ctx, name: &str) -> Result<TrustClass, CliError> {
+    let registry = mem.registry()?;
+    let Some(p) = registry.get(name) else {
+        return Err(CliError::failed(format!(
+            "principal `{name}` is not registered: add it with `memlineage principal add {name} --class trusted|external` (see `memlineage principal list`)"
+        )));
+    };
+    if let Some(at) = p.revoked_at {
+        let reason = p
+            .revoke_reason
+            .as_deref()
+            .filter(|r| !r.is_empty())
+            .map(|r| format!(" (reason: {r})"))
+            .unwrap_or_default();
+        return Err(CliError::failed(format!(
+            "refused: principal `{name}` was revoked at log index {at}{reason}; entries it signs are no longer accepted"
+        )));
+    }
+    let file = key_path(&ctx.paths.keys, name);
+    let key = mem.keys().get(name).map_err(|_| {
+        CliError::failed(format!(
+            "no secret key for `{name}`: expected {} (is this the right store?)",
+            file.display()
+        ))
+    })?;
+    if p.current_key().map(|k| k.key_id) != Some(keys::key_id(&key.verifying_key())) {
+        return Err(CliError::failed(format!(
+            "refused: {} is not the current key of `{name}` (it was rotated; the current key id is {})",
+            file.display(),
+            p.current_key()
+                .map_or_else(String::new, |k| k.key_id.to_hex())
+        )));
+    }
+    Ok(p.class)
+}
+
+/// Builds the write request from the arguments (parents resolved against the log).
+fn request(
+    mem: &Mem,
+    a: WriteArgs,
+    class: TrustClass,
+    content: Vec<u8>,
+) -> Result<WriteRequest, CliError> {
+    let mut parents = Vec::with_capacity(a.parents.len());
+    for p in &a.parents {
+        parents.push(Parent {
+            id: resolve_id(mem, &p.id)?,
+            weight: p.weight.unwrap_or(Weight::ONE),
+        });
+    }
+    let kind = a.kind.unwrap_or(if !parents.is_empty() {
+        EntryKind::Derived
+    } else if class == TrustClass::External {
+        EntryKind::ToolOutput
+    } else {
+        EntryKind::Observation
+    });
+    let mut req = WriteRequest::new(&a.writer, kind, content);
+    if !parents.is_empty() {
+        let attribution = if a.parents.iter().any(|p| p.weight.is_some()) {
+            "explicit"
+        } else {
+            "coarse"
+        };
+        req = req.with_parents(parents, attribution);
+    }
+    if let Some(s) = a.scope {
+        req = req.with_scope(s);
+    }
+    if let Some(src) = &a.source {
+        req = req.with_source(Hash256::of(src.as_bytes()));
+    }
+    req = req.with_label_rule(a.tau, a.fallback);
+    for (k, v) in &a.meta {
+        req = req.with_meta(k, v);
+    }
+    Ok(req)
+}
+
+/// Runs `write`.
+pub fn run(a: WriteArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
+    let content = match a.content.as_deref() {
+        None | Some("-") => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut buf)
+                .map_err(|e| CliError::failed(format!("reading the content from stdin: {e}")))?;
+            buf
+        }
+        Some(s) => s.as_bytes().to_vec(),
+    };
+    let mem = open(&ctx.paths)?;
+    let class = check_writer(&mem, ctx, &a.writer)?;
+    let req = request(&mem, a, class, content)?;
+    let w = mem.write(req)?;
+    Ok(written_outcome(&w))
+}
+
+/// The outcome of a write: the id (text) or `{"id", "index", "label"}`.
+pub fn written_outcome(w: &Written) -> Outcome {
+    let json = json!({ "id": w.id.to_hex(), "index": w.index, "label": w.label.as_str() });
+    Outcome::ok(json, w.id.to_hex())
+}

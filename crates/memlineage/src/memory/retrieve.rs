@@ -1,0 +1,250 @@
+//! Verifier-aware retrieval (paper §M5): nothing enters a prompt unverified.
+//!
+//! Before an entry is returned for a prompt, its leaf is decoded strictly and its id checked;
+//! its content is checked against the signed hash; its signer is checked against the registry
+//! replayed from the log; its signature is verified (one batch for the whole result set); its
+//! inclusion in the latest signed checkpoint is proved from stored nodes; and its signed label is
+//! checked against its parents' labels. An entry that fails any check is dropped, reported in
+//! [`Retrieval::dropped`], and never rendered. Forgotten entries and control records are never
+//! returned.
+
+use super::{EntryView, Memory};
+use crate::error::Error;
+use crate::store::Store;
+use memlineage_core::checkpoint::Checkpoint;
+use memlineage_core::entry::Scope;
+use memlineage_core::keys::{self, BatchItem, Domain};
+use memlineage_core::label::TrustLabel;
+use memlineage_core::render::prompt::{RenderedEntry, context_hash, render_text};
+use memlineage_core::trust::{ParentEdge, compute_label};
+use memlineage_core::{EntryId, Hash256};
+
+/// An entry dropped by retrieval, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Dropped {
+    /// The entry id (as indexed).
+    pub id: EntryId,
+    /// Its leaf index.
+    pub index: u64,
+    /// What failed.
+    pub reason: String,
+}
+
+/// The verified result of a retrieval, ready for a prompt.
+#[derive(Clone, Debug)]
+pub struct Retrieval {
+    /// Verified entries, best match first.
+    pub entries: Vec<EntryView>,
+    /// Entries that failed verification (never rendered).
+    pub dropped: Vec<Dropped>,
+    /// The prompt rendering of `entries` (structural blocks with escaped content).
+    pub rendered: String,
+    /// h_ctx of `rendered`: pass it as the context hash of entries derived from this context.
+    pub context_hash: Hash256,
+    /// The signed checkpoint the inclusion proofs were checked against.
+    pub checkpoint: Option<Checkpoint>,
+}
+
+impl Retrieval {
+    /// The rendered entries (for the JSON rendering).
+    pub fn rendered_entries(&self) -> Vec<RenderedEntry> {
+        self.entries.iter().map(rendered_entry).collect()
+    }
+}
+
+fn rendered_entry(v: &EntryView) -> RenderedEntry {
+    let body = v.entry.body();
+    RenderedEntry {
+        id: v.entry.id(),
+        label: v.effective_label,
+        writer: body.writer.clone(),
+        kind: body.kind,
+        created_at_ms: body.created_at_ms,
+        strong_parents: body
+            .parents
+            .iter()
+            .filter(|p| p.weight > body.tau)
+            .map(|p| p.id)
+            .collect(),
+        content: v.text().unwrap_or_default(),
+    }
+}
+
+impl<S: Store> Memory<S> {
+    /// Full-text search (BM25) within `scope` and below, verified and rendered.
+    pub fn search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Retrieval, Error> {
+        let indices = self.store.search(query, scope.as_str(), limit)?;
+        let mut candidates = Vec::with_capacity(indices.len());
+        let mut dropped = Vec::new();
+        for index in indices {
+            match self.store.entry_by_index(index)? {
+                Some(stored) => candidates.push(stored),
+                None => dropped.push(Dropped {
+                    id: EntryId(Hash256::default()),
+                    index,
+                    reason: "indexed for search but missing from the log".into(),
+                }),
+            }
+        }
+        self.verify_for_prompt(candidates, dropped)
+    }
+
+    /// Verifies and renders the given entries, in the order given (the active context of a
+    /// session, or the gate's context).
+    pub fn recall(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
+        let mut candidates = Vec::with_capacity(ids.len());
+        for id in ids {
+            candidates.push(self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?);
+        }
+        self.verify_for_prompt(candidates, Vec::new())
+    }
+
+    fn verify_for_prompt(
+        &self,
+        candidates: Vec<crate::store::StoredEntry>,
+        mut dropped: Vec<Dropped>,
+    ) -> Result<Retrieval, Error> {
+        let registry = self.refresh_registry()?;
+        let size = self.store.size()?;
+        // The checkpoint the proofs anchor to; refreshed when this process holds the operator
+        // key and entries were written since the last one.
+        let mut checkpoint = self.latest_checkpoint()?;
+        let uncovered = candidates
+            .iter()
+            .any(|c| checkpoint.as_ref().is_none_or(|cp| c.index >= cp.size));
+        if uncovered && self.operator().is_ok_and(|op| self.keys.contains(&op)) {
+            self.checkpoint()?;
+            checkpoint = self.latest_checkpoint()?;
+        }
+        let mut ok: Vec<(EntryView, ed25519_dalek::VerifyingKey)> = Vec::new();
+        for stored in candidates {
+            let (id, index) = (stored.id, stored.index);
+            let mut drop = |reason: String| dropped.push(Dropped { id, index, reason });
+            if stored.forgotten_by.is_some() {
+                continue;
+            }
+            let leaf = stored.leaf.clone();
+            let view = match EntryView::from_stored(stored) {
+                Ok(v) => v,
+                Err(e) => {
+                    drop(e.to_string());
+                    continue;
+                }
+            };
+            let body = view.entry.body();
+            if body.kind.is_control() {
+                continue;
+            }
+            match &view.content {
+                Some(c) if Hash256::of(c) == body.content_hash => {}
+                _ => {
+                    drop("content does not match its signed hash".into());
+                    continue;
+                }
+            }
+            let key = match registry.signer_at(&body.writer, &body.key_id, index) {
+                Ok((_, key)) => *key,
+                Err(e) => {
+                    drop(format!("signer: {e}"));
+                    continue;
+                }
+            };
+            match &checkpoint {
+                Some(cp) if index < cp.size && cp.size <= size => {
+                    let proof = self.inclusion_at(index, &leaf, cp.size);
+                    match proof {
+                        Ok(p) if p.root.0 == cp.root => {}
+                        Ok(_) => {
+                            drop("inclusion proof does not reach the signed checkpoint".into());
+                            continue;
+                        }
+                        Err(e) => {
+                            drop(format!("inclusion proof: {e}"));
+                            continue;
+                        }
+                    }
+                }
+                _ => {
+                    drop("not yet covered by a signed checkpoint (run `memlineage checkpoint`)".into());
+                    continue;
+                }
+            }
+            match self.required_label(&registry, &view) {
+                Ok(required) if body.label >= required => {}
+                Ok(required) => {
+                    drop(format!(
+                        "signed label {} is lower than its parents imply ({required})",
+                        body.label
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    drop(format!("label: {e}"));
+                    continue;
+                }
+            }
+            ok.push((view, key));
+        }
+        // One batch verification for the whole result set.
+        let items: Vec<BatchItem<'_>> = ok
+            .iter()
+            .map(|(v, key)| BatchItem {
+                key,
+                bytes: v.entry.body_bytes(),
+                signature: v.entry.signature(),
+            })
+            .collect();
+        let bad: Vec<usize> = match keys::verify_batch(Domain::EntryV1, &items) {
+            Ok(()) => Vec::new(),
+            Err(keys::KeyError::BatchFailed(v)) => v,
+            Err(_) => (0..items.len()).collect(),
+        };
+        drop(items);
+        let mut entries = Vec::with_capacity(ok.len());
+        for (i, (view, _)) in ok.into_iter().enumerate() {
+            if bad.contains(&i) {
+                dropped.push(Dropped {
+                    id: view.entry.id(),
+                    index: view.index,
+                    reason: "signature does not verify".into(),
+                });
+            } else {
+                entries.push(view);
+            }
+        }
+        let rendered_entries: Vec<RenderedEntry> = entries.iter().map(rendered_entry).collect();
+        let rendered = render_text(&rendered_entries);
+        let context_hash = context_hash(&rendered);
+        Ok(Retrieval {
+            entries,
+            dropped,
+            rendered,
+            context_hash,
+            checkpoint,
+        })
+    }
+
+    /// The least label an entry's parents imply (from their effective labels).
+    fn required_label(
+        &self,
+        registry: &memlineage_core::principal::Registry,
+        view: &EntryView,
+    ) -> Result<TrustLabel, Error> {
+        let body = view.entry.body();
+        let class = registry
+            .get(&body.writer)
+            .map(|p| p.class)
+            .ok_or_else(|| Error::Invalid(format!("unknown writer `{}`", body.writer)))?;
+        let mut edges = Vec::with_capacity(body.parents.len());
+        for p in &body.parents {
+            let stored = self.store.entry_by_id(&p.id)?.ok_or(Error::UnknownParent(p.id))?;
+            let parent = EntryView::from_stored(stored)?;
+            // Signed labels: what the writer could know; distrust raises are not the writer's fault.
+            edges.push(ParentEdge {
+                label: parent.label,
+                weight: p.weight,
+            });
+        }
+        Ok(compute_label(class, &edges, body.tau, body.fallback).label)
+    }
+}
