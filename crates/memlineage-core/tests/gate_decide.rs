@@ -476,7 +476,8 @@ fn decisions_serialise_for_the_log() {
     assert_eq!(v["decision"], "deny");
     assert_eq!(v["mode"], "enforce");
     assert_eq!(v["dispatched"], false);
-    let r = &v["reasons"][1];
+    // Reasons come in parameter-name order: amount, date, memo, recipient.
+    let r = &v["reasons"][3];
     assert_eq!(r["param"], "recipient");
     assert_eq!(r["outcome"], "untrusted");
     assert_eq!(r["via"], "value_match");

@@ -38,8 +38,8 @@ use std::io::Cursor;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use candle_core::quantized::gguf_file;
 use candle_core::Tensor;
+use candle_core::quantized::gguf_file;
 use sha2::{Digest, Sha256};
 
 pub use attribution::{AttnAttrConfig, aggregate, default_layers};
@@ -533,11 +533,7 @@ fn tokenizer_from_gguf(ct: &gguf_file::Content) -> Result<Tokenizer, ModelError>
             .to_vec()
             .map_err(|e| bad(format!("{k}: {e}")))?
             .iter()
-            .map(|v| {
-                v.to_string()
-                    .cloned()
-                    .map_err(|e| bad(format!("{k}: {e}")))
-            })
+            .map(|v| v.to_string().cloned().map_err(|e| bad(format!("{k}: {e}"))))
             .collect()
     };
     let tokens = strings("tokenizer.ggml.tokens")?;

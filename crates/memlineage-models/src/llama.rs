@@ -277,7 +277,11 @@ impl Llama {
                 ),
             });
         }
-        if let Some(&bad) = req.attention_layers.iter().find(|&&l| l >= self.cfg.n_layer) {
+        if let Some(&bad) = req
+            .attention_layers
+            .iter()
+            .find(|&&l| l >= self.cfg.n_layer)
+        {
             return Err(ModelError::InvalidInput {
                 reason: format!(
                     "layer {bad} requested; the model has {} layers",
@@ -312,14 +316,8 @@ impl Llama {
             let want_attn = req.attention_layers.contains(&li);
             let residual = &x;
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.cfg.rms_eps as f32)?;
-            let (y, probs) = self.attention(
-                layer,
-                &h,
-                mask.as_ref(),
-                &cos,
-                &sin,
-                &mut cache.layers[li],
-            )?;
+            let (y, probs) =
+                self.attention(layer, &h, mask.as_ref(), &cos, &sin, &mut cache.layers[li])?;
             if want_attn {
                 attentions.push((li, probs.squeeze(0)?));
             }
@@ -328,7 +326,9 @@ impl Llama {
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;
             let gate = layer.w_gate.forward(&h)?;
             let up = layer.w_up.forward(&h)?;
-            let h = layer.w_down.forward(&(candle_nn::ops::silu(&gate)? * up)?)?;
+            let h = layer
+                .w_down
+                .forward(&(candle_nn::ops::silu(&gate)? * up)?)?;
             x = (h + residual)?;
         }
 
@@ -433,15 +433,7 @@ fn causal_mask(q_len: usize, pos: usize, device: &Device) -> candle_core::Result
     }
     let kv_len = pos + q_len;
     let mask: Vec<f32> = (0..q_len)
-        .flat_map(|i| {
-            (0..kv_len).map(move |j| {
-                if j > pos + i {
-                    f32::NEG_INFINITY
-                } else {
-                    0.0
-                }
-            })
-        })
+        .flat_map(|i| (0..kv_len).map(move |j| if j > pos + i { f32::NEG_INFINITY } else { 0.0 }))
         .collect();
     Tensor::from_vec(mask, (q_len, kv_len), device).map(Some)
 }

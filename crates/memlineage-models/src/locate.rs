@@ -113,20 +113,26 @@ mod tests {
         assert!(e.to_string().contains("scripts/fetch-model.sh"), "{e}");
         assert!(e.to_string().contains(".cache/memlineage/models"), "{e}");
         // The env file wins over the dir, and a missing env file is an error, not a fallback.
-        let got = locate_with(None, &env(&[(ENV_MODEL, f), (ENV_MODEL_DIR, "/nonexistent")]))
-            .expect("env file");
+        let got = locate_with(
+            None,
+            &env(&[(ENV_MODEL, f), (ENV_MODEL_DIR, "/nonexistent")]),
+        )
+        .expect("env file");
         assert_eq!(got, file);
-        let e = locate_with(None, &env(&[(ENV_MODEL, "/nonexistent/x.gguf"), (ENV_MODEL_DIR, d)]))
-            .expect_err("missing env file");
+        let e = locate_with(
+            None,
+            &env(&[(ENV_MODEL, "/nonexistent/x.gguf"), (ENV_MODEL_DIR, d)]),
+        )
+        .expect_err("missing env file");
         assert!(e.to_string().contains("MEMLINEAGE_MODEL"), "{e}");
         // The explicit path wins over everything.
-        let e = locate_with(Some(Path::new("/nonexistent/y.gguf")), &env(&[(ENV_MODEL, f)]))
-            .expect_err("missing explicit");
+        let e = locate_with(
+            Some(Path::new("/nonexistent/y.gguf")),
+            &env(&[(ENV_MODEL, f)]),
+        )
+        .expect_err("missing explicit");
         assert!(e.to_string().contains("/nonexistent/y.gguf"), "{e}");
-        assert_eq!(
-            locate_with(Some(&file), &env(&[])).expect("explicit"),
-            file
-        );
+        assert_eq!(locate_with(Some(&file), &env(&[])).expect("explicit"), file);
         // Nothing at all.
         let e = locate_with(None, &env(&[])).expect_err("nothing");
         assert!(e.to_string().contains("fetch-model.sh"), "{e}");

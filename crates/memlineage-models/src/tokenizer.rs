@@ -82,7 +82,9 @@ impl Tokenizer {
         let n = tokens.len() as u32;
         for (what, id) in [("bos", bos_id), ("eos", eos_id)] {
             if id >= n {
-                return Err(bad(format!("{what} token id {id} is outside the vocabulary")));
+                return Err(bad(format!(
+                    "{what} token id {id} is outside the vocabulary"
+                )));
             }
         }
         let mut ids = HashMap::with_capacity(tokens.len());
@@ -120,7 +122,9 @@ impl Tokenizer {
                 .split_once(' ')
                 .ok_or_else(|| bad(format!("merge rule {rank} ({m:?}) is not \"left right\"")))?;
             let (Some(&li), Some(&ri)) = (ids.get(l), ids.get(r)) else {
-                return Err(bad(format!("merge rule {rank} ({m:?}) names an unknown token")));
+                return Err(bad(format!(
+                    "merge rule {rank} ({m:?}) names an unknown token"
+                )));
             };
             let merged = format!("{l}{r}");
             let Some(&mi) = ids.get(&merged) else {

@@ -15,5 +15,8 @@ pub mod memory;
 
 pub use clock::{Clock, StepClock, SystemClock};
 pub use keyring::Keyring;
-pub use memory::{AuditReport, EntryView, Memory, Settings, WriteRequest, Written};
+pub use memory::{
+    AuditReport, Direction, EntryView, GateOutcome, GateRequest, Memory, Settings, WriteRequest,
+    Written,
+};
 pub use store::{SqliteStore, Store};

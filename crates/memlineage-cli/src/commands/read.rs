@@ -2,7 +2,7 @@
 
 use super::{IdArg, check_signature, open, parse_id, record_json, resolve_id, summary};
 use crate::Ctx;
-use crate::output::{CliError, Outcome, preview, table};
+use crate::output::{CliError, Outcome, preview, rfc3339_ms, table};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use clap::Args;
@@ -60,6 +60,7 @@ pub fn entry_json(view: &EntryView) -> Value {
         "writer": b.writer,
         "key_id": b.key_id.to_hex(),
         "created_at_ms": b.created_at_ms,
+        "created_at": rfc3339_ms(b.created_at_ms),
         "content": content,
         "content_encoding": encoding,
         "content_hash": b.content_hash.to_hex(),
@@ -129,7 +130,7 @@ fn get_text(view: &EntryView, json: &Value, problems: &[String]) -> String {
     let _ = writeln!(t, "kind       {}", b.kind);
     let _ = writeln!(t, "writer     {}", b.writer);
     let _ = writeln!(t, "scope      {}", b.scope);
-    let _ = writeln!(t, "created    {} ms since the epoch", b.created_at_ms);
+    let _ = writeln!(t, "created    {}", rfc3339_ms(b.created_at_ms));
     let label = if view.effective_label != view.label {
         format!(
             "{} (signed {}, raised by a distrust record)",

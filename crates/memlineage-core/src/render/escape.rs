@@ -260,14 +260,16 @@ fn decode_reference(r: &str) -> Option<char> {
     }
 }
 
-/// Makes text safe to show on one line of a terminal or inside a graph label: line feed, CR and
-/// tab become `\n`, `\r`, `\t`, every other hazard character becomes `\u{HEX}`, and everything
-/// else (look-alikes excepted, which are hazards) is kept. Not reversible; for display only.
-/// Format-specific quoting (DOT, Mermaid, the text tree's quotes) is applied on top of this.
+/// Makes text safe to show on one line of a terminal or inside a graph label: `\` becomes `\\`,
+/// line feed, CR and tab become `\n`, `\r`, `\t`, every other hazard character (look-alikes
+/// included) becomes `\u{HEX}`, and everything else is kept. Unambiguous (a snippet's own
+/// backslash-n reads `\\n`), meant for display. Format-specific quoting (DOT, Mermaid, the text
+/// tree's quotes) is applied on top of this.
 pub fn visible(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
+            '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -381,5 +383,7 @@ mod tests {
             visible("a\nb\u{202E}c\u{1B}[31m"),
             "a\\nb\\u{202E}c\\u{1B}[31m"
         );
+        assert_eq!(visible("a\\nb"), "a\\\\nb");
+        assert_eq!(visible("＜"), "\\u{FF1C}");
     }
 }

@@ -71,31 +71,19 @@ fn label_text(n: &LineageNode) -> String {
 // Text tree
 // ---------------------------------------------------------------------------------------------
 
-/// Escapes a snippet for the text tree: [`visible`], then `\` and `"` backslash-escaped, inside
-/// double quotes.
-fn quoted(s: &str) -> String {
-    let v = visible(s);
-    let mut out = String::with_capacity(v.len() + 2);
-    out.push('"');
-    for c in v.chars() {
-        if c == '"' {
-            out.push_str("\\\"");
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('"');
-    out
+/// Escapes text for the text tree: [`visible`], then `"` → `\"`.
+fn tree_escape(s: &str) -> String {
+    visible(s).replace('"', "\\\"")
 }
 
 fn node_line(n: &LineageNode, on_path: bool) -> String {
     let mut s = format!(
-        "{} {} {} by {} {}",
+        "{} {} {} by {} \"{}\"",
         n.id.short(),
         label_text(n),
         n.kind,
-        visible(&n.writer),
-        quoted(&n.snippet)
+        tree_escape(&n.writer),
+        tree_escape(&n.snippet)
     );
     if on_path {
         s.push_str(" *");

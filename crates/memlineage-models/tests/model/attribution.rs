@@ -47,7 +47,9 @@ fn copied_parent_stands_out_among_several() {
         FACT,
         "Recipe: whisk two eggs with sugar, fold in the flour, and bake for twenty minutes.",
     ];
-    let w = m.attention_attribution(&parents, CHILD_COPY).expect("attribution");
+    let w = m
+        .attention_attribution(&parents, CHILD_COPY)
+        .expect("attribution");
     eprintln!("four parents, copy from #3: {w:?}");
     check_weights(&w, 4);
     let best = w
@@ -61,16 +63,32 @@ fn copied_parent_stands_out_among_several() {
 #[test]
 fn edge_cases() {
     let Some(m) = model() else { return };
-    assert_eq!(m.attention_attribution(&[], "child").expect("no parents"), Vec::<f64>::new());
-    assert_eq!(m.attention_attribution(&[FACT], "").expect("empty child"), vec![0.0]);
-    assert_eq!(m.attention_attribution(&[FACT], CHILD_COPY).expect("one parent"), vec![1.0]);
-    let w = m.attention_attribution(&["", FACT], CHILD_COPY).expect("empty parent");
+    assert_eq!(
+        m.attention_attribution(&[], "child").expect("no parents"),
+        Vec::<f64>::new()
+    );
+    assert_eq!(
+        m.attention_attribution(&[FACT], "").expect("empty child"),
+        vec![0.0]
+    );
+    assert_eq!(
+        m.attention_attribution(&[FACT], CHILD_COPY)
+            .expect("one parent"),
+        vec![1.0]
+    );
+    let w = m
+        .attention_attribution(&["", FACT], CHILD_COPY)
+        .expect("empty parent");
     assert_eq!(w, vec![0.0, 1.0]);
     let many: Vec<&str> = vec![FACT; 17];
     assert!(m.attention_attribution(&many, CHILD_COPY).is_err());
     // Deterministic.
-    let a = m.attention_attribution(&[FACT, UNRELATED], CHILD_COPY).expect("a");
-    let b = m.attention_attribution(&[FACT, UNRELATED], CHILD_COPY).expect("b");
+    let a = m
+        .attention_attribution(&[FACT, UNRELATED], CHILD_COPY)
+        .expect("a");
+    let b = m
+        .attention_attribution(&[FACT, UNRELATED], CHILD_COPY)
+        .expect("b");
     assert_eq!(a, b);
 }
 
@@ -94,8 +112,14 @@ fn layout_spans_hold_the_truncated_texts() {
     assert_eq!(t.decode(&l.tokens[l.child_span.clone()], false), CHILD_COPY);
     assert_eq!(l.child_span.end, l.tokens.len());
     let text = t.decode(&l.tokens, false);
-    assert!(text.starts_with("<|im_start|>user\nSource 1:\nThe supplier"), "{text}");
-    assert!(text.contains("<|im_end|>\n<|im_start|>assistant\nPay the invoice"), "{text}");
+    assert!(
+        text.starts_with("<|im_start|>user\nSource 1:\nThe supplier"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<|im_end|>\n<|im_start|>assistant\nPay the invoice"),
+        "{text}"
+    );
 }
 
 /// Prints per-layer weights for a few cases (used to choose the default layer band).
@@ -141,7 +165,11 @@ fn attribution_cost() {
     let big: Vec<&str> = vec![&long_parent; 4];
     for (name, parents, child) in [
         ("2 short parents", vec![FACT, UNRELATED], CHILD_COPY),
-        ("4 x 128-token parents, 96-token child", big, long_child.as_str()),
+        (
+            "4 x 128-token parents, 96-token child",
+            big,
+            long_child.as_str(),
+        ),
     ] {
         let l = m
             .attribution_layout(&parents, child, &AttnAttrConfig::default())
@@ -149,14 +177,17 @@ fn attribution_cost() {
         let mut times: Vec<Duration> = (0..7)
             .map(|_| {
                 let t = Instant::now();
-                m.attention_attribution(&parents, child).expect("attribution");
+                m.attention_attribution(&parents, child)
+                    .expect("attribution");
                 t.elapsed()
             })
             .collect();
         times.sort();
         eprintln!("{name}: {} tokens, median {:?}", l.tokens.len(), times[3]);
     }
-    let prompt = m.chat_prompt("", "Write a short story about a lighthouse keeper.").expect("p");
+    let prompt = m
+        .chat_prompt("", "Write a short story about a lighthouse keeper.")
+        .expect("p");
     let t = Instant::now();
     let ids = m.generate(&prompt, 64, &[]).expect("generate");
     let dt = t.elapsed();
@@ -176,7 +207,8 @@ fn layer_bands() {
     let Some(m) = model() else { return };
     let meeting = "Team sync notes: the quarterly review moved to Friday at 3pm in room 204; \
                    Dana will present the budget.";
-    let recipe = "Recipe: whisk two eggs with sugar, fold in the flour, and bake for twenty minutes.";
+    let recipe =
+        "Recipe: whisk two eggs with sugar, fold in the flour, and bake for twenty minutes.";
     let travel = "Travel tip: the night train from Vienna to Venice leaves at 21:27 and has sleeper \
                   cabins.";
     let pref = "User: my preferred airline is KLM and I always want an aisle seat.";
@@ -273,6 +305,9 @@ fn layer_bands() {
             }
             eprintln!("  {name:24} {w:.3?}  margin {margin:+.3}");
         }
-        eprintln!("  -> single-source cases right: {correct}, mean margin {:.3}", margin_sum / 8.0);
+        eprintln!(
+            "  -> single-source cases right: {correct}, mean margin {:.3}",
+            margin_sum / 8.0
+        );
     }
 }

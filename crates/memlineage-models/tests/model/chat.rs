@@ -19,7 +19,9 @@ fn chat_is_non_empty_and_deterministic() {
 #[test]
 fn chat_respects_max_new_tokens() {
     let Some(m) = model() else { return };
-    let a = m.chat("", "Count from one to fifty in words.", 3).expect("chat");
+    let a = m
+        .chat("", "Count from one to fifty in words.", 3)
+        .expect("chat");
     let n = m.tokenizer().encode(&a).len();
     assert!(n <= 4, "{n} tokens: {a:?}");
     assert_eq!(m.chat("", "hi", 0).expect("chat"), "");

@@ -18,23 +18,25 @@ pub fn quantized_model() -> Option<&'static LocalModel> {
     load(&MODEL, Compute::Quantized)
 }
 
-fn load(cell: &'static OnceLock<Option<LocalModel>>, compute: Compute) -> Option<&'static LocalModel> {
-    cell
-        .get_or_init(|| match LocalModel::locate(None) {
-            Ok(path) => {
-                let t = std::time::Instant::now();
-                let m = LocalModel::load_with(&path, compute)
-                    .unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
-                eprintln!("loaded {} in {:?}", m.model_id(), t.elapsed());
-                Some(m)
+fn load(
+    cell: &'static OnceLock<Option<LocalModel>>,
+    compute: Compute,
+) -> Option<&'static LocalModel> {
+    cell.get_or_init(|| match LocalModel::locate(None) {
+        Ok(path) => {
+            let t = std::time::Instant::now();
+            let m = LocalModel::load_with(&path, compute)
+                .unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
+            eprintln!("loaded {} in {:?}", m.model_id(), t.elapsed());
+            Some(m)
+        }
+        Err(e) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI is set but the model is missing: {e}");
             }
-            Err(e) => {
-                if std::env::var_os("CI").is_some() {
-                    panic!("CI is set but the model is missing: {e}");
-                }
-                eprintln!("skipping model test: {e}");
-                None
-            }
-        })
-        .as_ref()
+            eprintln!("skipping model test: {e}");
+            None
+        }
+    })
+    .as_ref()
 }

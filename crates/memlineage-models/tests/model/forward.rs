@@ -46,6 +46,22 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
+fn log_softmax(v: &[f32]) -> Vec<f64> {
+    let max = v.iter().copied().fold(f32::MIN, f32::max);
+    let lse = v
+        .iter()
+        .map(|&x| f64::from(x - max).exp())
+        .sum::<f64>()
+        .ln();
+    v.iter().map(|&x| f64::from(x - max) - lse).collect()
+}
+
+/// KL(p ‖ q) of the next-token distributions given by two logit vectors.
+fn kl_divergence(p: &[f32], q: &[f32]) -> f64 {
+    let (lp, lq) = (log_softmax(p), log_softmax(q));
+    lp.iter().zip(&lq).map(|(a, b)| a.exp() * (a - b)).sum()
+}
+
 fn prompts(m: &LocalModel) -> Vec<Vec<u32>> {
     vec![
         m.chat_prompt("", "What is the capital of France?")
@@ -78,13 +94,83 @@ fn f32_logits_agree_with_candle_transformers() {
         let ours = m.next_token_logits(p).expect("our forward");
         rm.clear_kv_cache();
         let theirs = reference_logits(&mut rm, p, 0);
-        let d = max_abs_diff(&ours, &theirs);
-        let spread = theirs.iter().copied().fold(f32::MIN, f32::max)
-            - theirs.iter().copied().fold(f32::MAX, f32::min);
-        eprintln!("f32 vs quantized reference: max |Δlogit| = {d} (logit range {spread})");
-        assert!(d < 0.02 * spread, "max |Δlogit| = {d} for {p:?}");
-        assert_eq!(top_k(&ours, 1), top_k(&theirs, 1));
+        // The reference rounds every matmul input to 8 bits; over 30 layers that shifts the
+        // logits (mostly by a common offset, which softmax ignores) but must leave the
+        // next-token distribution and its top ranking essentially unchanged.
+        let kl = kl_divergence(&theirs, &ours);
+        eprintln!(
+            "f32 vs quantized reference: max |Δlogit| {:.3}, KL(ref ‖ ours) {kl:.5}",
+            max_abs_diff(&ours, &theirs)
+        );
+        assert!(kl < 0.05, "KL = {kl} for {p:?}");
+        // Near-ties at the top may flip (for the chat prompt the first reply token is a
+        // 0.15 / 0.14 tie between "The" and "I"), so the check is on the top of the ranking,
+        // not strict equality.
+        let (a, b) = (top_k(&ours, 5), top_k(&theirs, 5));
+        let (lp, lq) = (log_softmax(&theirs), log_softmax(&ours));
+        eprintln!(
+            "  top-5 ours {a:?} p={:.3?}, reference {b:?} p={:.3?}",
+            a.iter().map(|&i| lq[i].exp()).collect::<Vec<_>>(),
+            b.iter().map(|&i| lp[i].exp()).collect::<Vec<_>>()
+        );
+        assert!(
+            a[..2].contains(&b[0]) && b[..2].contains(&a[0]),
+            "{a:?} vs {b:?}"
+        );
+        assert!(
+            a.iter().filter(|i| b.contains(i)).count() >= 4,
+            "{a:?} vs {b:?}"
+        );
     }
+}
+
+/// The default F32 mode is exactly candle-transformers with `CANDLE_DEQUANTIZE_ALL=1` (the
+/// reference reads that variable once per thread, and setting it needs `unsafe`, so the
+/// comparison runs in a child process of this test binary).
+#[test]
+fn f32_logits_equal_dequantized_candle_transformers() {
+    let Some(_) = model() else { return };
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "forward::dequantized_reference_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("CANDLE_DEQUANTIZE_ALL", "1")
+        .output()
+        .expect("run child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "child ran no test:\n{stdout}\n{stderr}"
+    );
+    assert!(stderr.contains("dequantized reference agrees"), "{stderr}");
+}
+
+#[test]
+#[ignore = "run by f32_logits_equal_dequantized_candle_transformers with CANDLE_DEQUANTIZE_ALL=1"]
+fn dequantized_reference_child() {
+    if std::env::var_os("CANDLE_DEQUANTIZE_ALL").is_none() {
+        eprintln!("CANDLE_DEQUANTIZE_ALL is not set: nothing to compare");
+        return;
+    }
+    let Some(m) = model() else { return };
+    let mut rm = reference(m);
+    for p in &prompts(m) {
+        let ours = m.next_token_logits(p).expect("our forward");
+        rm.clear_kv_cache();
+        let theirs = reference_logits(&mut rm, p, 0);
+        let d = max_abs_diff(&ours, &theirs);
+        assert!(d < 1e-3, "max |Δlogit| = {d} for {p:?}");
+        assert_eq!(top_k(&ours, 5), top_k(&theirs, 5));
+    }
+    eprintln!("dequantized reference agrees");
 }
 
 #[test]
@@ -107,28 +193,33 @@ fn greedy_decoding_matches_candle_transformers() {
     let show = |ids: &[u32]| q.tokenizer().decode(ids, false);
     let ours = q.generate(&prompt, n, &[]).expect("generate");
     assert_eq!(ours, theirs, "{:?} vs {:?}", show(&ours), show(&theirs));
-    let ours = f.generate(&prompt, n, &[]).expect("generate");
-    assert_eq!(ours, theirs, "{:?} vs {:?}", show(&ours), show(&theirs));
+    // The default F32 model: cached generation equals recomputing the whole sequence each step.
+    let cached = f.generate(&prompt, 6, &[]).expect("generate");
+    let mut seq = prompt.clone();
+    for _ in 0..6 {
+        let logits = f.next_token_logits(&seq).expect("full pass");
+        seq.push(top_k(&logits, 1)[0] as u32);
+    }
+    assert_eq!(cached, seq[prompt.len()..], "{:?}", show(&cached));
 }
 
 #[test]
-fn kv_cache_steps_equal_one_full_pass() {
-    let Some(m) = model() else { return };
+fn reference_cache_split_is_consistent() {
+    // Sanity check of the reference harness itself: a prefix through the cache, then the rest,
+    // predicts like one full pass.
+    let Some(m) = quantized_model() else { return };
     let t = m
         .tokenizer()
         .encode("Alice sent the invoice to Bob on Monday, and Bob paid it");
-    let full = m.next_token_logits(&t).expect("full");
-    // generate() runs the prompt through the cache, then feeds tokens one at a time.
-    let g = m.generate(&t, 1, &[]).expect("generate");
-    assert_eq!(g[0] as usize, top_k(&full, 1)[0]);
-    let head = m.generate(&t[..7], t.len() - 7 + 1, &[]).expect("generate");
-    // Feeding the true continuation token by token must predict like the full pass does.
     let mut rm = reference(m);
     let (a, b) = t.split_at(7);
     reference_logits(&mut rm, a, 0);
     let split = reference_logits(&mut rm, b, a.len());
-    let mut rm2 = reference(m);
-    let whole = reference_logits(&mut rm2, &t, 0);
+    let mut rm = reference(m);
+    let whole = reference_logits(&mut rm, &t, 0);
     assert!(max_abs_diff(&whole, &split) < 1e-3);
-    assert!(!head.is_empty());
+    assert_eq!(
+        m.next_token_logits(&t).map(|l| top_k(&l, 1)).expect("ours"),
+        top_k(&whole, 1)
+    );
 }

@@ -3,11 +3,15 @@
 mod audit;
 mod cli_support;
 mod control;
+mod gate;
+mod lineage;
 mod read;
 mod retrieve;
 mod write;
 
 pub use audit::{AuditProblem, AuditReport};
+pub use gate::{GateOutcome, GateRequest};
+pub use lineage::Direction;
 pub use read::{EntryView, InclusionProof};
 pub use retrieve::{Dropped, Retrieval};
 pub use write::{WriteRequest, Written};

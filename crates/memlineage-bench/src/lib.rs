@@ -1,0 +1,33 @@
+//! # memlineage-bench
+//!
+//! Performance benchmarks of MemLineage (`docs/performance.md`):
+//!
+//! - [`run`]: every operation measured in this process — median and p99 of many samples, the
+//!   raw primitive (Ed25519 sign and verify, one SHA-256 Merkle node, one fdatasync) measured
+//!   in the same run, the ratio between them, the paper's figure and the target — behind
+//!   `memlineage bench [--json] [--quick]`; [`render_table`] prints it;
+//! - [`scale`]: the cost of each operation as the log grows from 10^3 to 10^6 entries, with
+//!   peak memory, as a table ([`render_scale_table`]) and an SVG plot ([`scale_svg`]);
+//! - [`generate_store`]: writes a valid file store of `n` entries quickly; generated stores
+//!   are cached under `target/bench-stores/` ([`cached_store`]);
+//! - criterion benches of the same operations in `benches/`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod error;
+pub mod fixtures;
+mod generate;
+mod runner;
+mod scale;
+pub mod stats;
+pub mod sys;
+mod table;
+
+pub use error::BenchError;
+pub use generate::{
+    BATCH, GENERATOR_VERSION, Generated, MIN_ENTRIES, REGISTRY_RECORDS, cached_store,
+    cached_store_path, default_cache_dir, generate_store,
+};
+pub use runner::{BenchOptions, BenchRow, ROW_NAMES, run};
+pub use scale::{ScaleOptions, ScalePoint, ScaleReport, render_scale_table, scale, scale_svg};
+pub use table::{fmt_ns, fmt_rate, render_table};

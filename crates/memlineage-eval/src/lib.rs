@@ -1,0 +1,1 @@
+//! memlineage-eval (being written).

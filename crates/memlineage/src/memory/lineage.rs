@@ -1,0 +1,104 @@
+//! Lineage queries over the store (paper §M4): ancestors, descendants, and the explanation of a
+//! label — the strong path from the untrusted root that causes it.
+
+use super::{EntryView, Memory};
+use crate::error::Error;
+use crate::store::Store;
+use memlineage_core::EntryId;
+use memlineage_core::label::{TrustClass, TrustLabel, Weight};
+use memlineage_core::lineage::{
+    self, Explanation, LineageGraph, LineageNode, LineageNodeInfo, LineageSource,
+};
+use memlineage_core::principal::Registry;
+
+/// Which way to walk the DAG.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Towards the roots (what shaped this entry).
+    Ancestors,
+    /// Towards the leaves (what this entry shaped).
+    Descendants,
+}
+
+/// The store seen as a lineage DAG, with the registry for writer classes.
+pub(crate) struct StoreLineage<'a, S: Store> {
+    mem: &'a Memory<S>,
+    registry: Registry,
+}
+
+impl<S: Store> LineageSource for StoreLineage<'_, S> {
+    type Error = Error;
+
+    fn node(&self, id: &EntryId) -> Result<Option<LineageNodeInfo>, Error> {
+        let Some(stored) = self.mem.store.entry_by_id(id)? else {
+            return Ok(None);
+        };
+        let view = EntryView::from_stored(stored)?;
+        let body = view.entry.body();
+        let text = view.text();
+        Ok(Some(LineageNodeInfo {
+            node: LineageNode {
+                id: *id,
+                label: view.label,
+                effective_label: view.effective_label,
+                writer: body.writer.clone(),
+                kind: body.kind,
+                snippet: lineage::snippet_of(text.as_deref()),
+                distrusted: view.effective_label == TrustLabel::External
+                    && view.label != TrustLabel::External,
+            },
+            parents: body.parents.clone(),
+            tau: body.tau,
+            fallback: body.fallback,
+            writer_class: self
+                .registry
+                .get(&body.writer)
+                .map_or(TrustClass::External, |p| p.class),
+        }))
+    }
+
+    fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {
+        self.mem.store.children(id)
+    }
+}
+
+impl<S: Store> Memory<S> {
+    pub(crate) fn lineage_source(&self) -> Result<StoreLineage<'_, S>, Error> {
+        Ok(StoreLineage {
+            mem: self,
+            registry: self.refresh_registry()?,
+        })
+    }
+
+    /// The lineage graph around `id`, up to `max_depth` edges away, with the explanation of its
+    /// label.
+    pub fn lineage(
+        &self,
+        id: &EntryId,
+        direction: Direction,
+        max_depth: usize,
+    ) -> Result<LineageGraph, Error> {
+        let src = self.lineage_source()?;
+        if src.node(id)?.is_none() {
+            return Err(Error::NotFound(*id));
+        }
+        match direction {
+            Direction::Ancestors => lineage::ancestors(&src, id, max_depth),
+            Direction::Descendants => lineage::descendants(&src, id, max_depth),
+        }
+    }
+
+    /// Why `id` has its effective label.
+    pub fn explain(&self, id: &EntryId) -> Result<Explanation, Error> {
+        let src = self.lineage_source()?;
+        if src.node(id)?.is_none() {
+            return Err(Error::NotFound(*id));
+        }
+        lineage::explain(&src, id)
+    }
+
+    /// The strong path from `id` up to its untrusted root (`id` first); empty when trusted.
+    pub fn taint_path(&self, id: &EntryId) -> Result<Vec<EntryId>, Error> {
+        lineage::taint_path(&self.lineage_source()?, id)
+    }
+}
