@@ -3,11 +3,12 @@
 //! workload mix, a typical entry body, and the banking gate scenario.
 
 use ed25519_dalek::SigningKey;
-use memlineage::WriteRequest;
+use memlineage::{Memory, Settings, SqliteStore, StepClock, WriteRequest};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
 use memlineage_core::gate::{ContextEntry, Policy, ToolCall};
 use memlineage_core::keys;
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
+use memlineage_core::merkle::{self, MemoryTree};
 use memlineage_core::trust::{ParentEdge, compute_label};
 use memlineage_core::{EntryId, Hash256};
 use rand_chacha::ChaCha20Rng;
@@ -374,6 +375,161 @@ pub fn gate_scenario() -> Result<(Policy, ToolCall, Vec<ContextEntry>), crate::B
         })
         .collect();
     Ok((policy, call, context))
+}
+
+/// The in-memory write hot path: build the body (content hash, label over two parents),
+/// encode and sign it, and append its leaf to a [`MemoryTree`].
+pub struct HotPath {
+    key: SigningKey,
+    template: EntryBody,
+    edges: [ParentEdge; 2],
+    texts: Vec<String>,
+    tree: MemoryTree,
+    n: u64,
+}
+
+impl HotPath {
+    /// The hot path of `seed`'s `agent`, with an empty tree.
+    pub fn new(seed: u64) -> Result<HotPath, crate::BenchError> {
+        let mut w = Workload::new(seed);
+        let mut p = HotPath {
+            key: principal_key(seed, "agent"),
+            template: typical_body(seed, 0),
+            edges: typical_edges(),
+            texts: (0..64).map(|_| w.next_entry(0).1).collect(),
+            tree: MemoryTree::new(),
+            n: 0,
+        };
+        p.write_one()?;
+        Ok(p)
+    }
+
+    /// Writes one entry; returns its leaf index.
+    pub fn write_one(&mut self) -> Result<u64, crate::BenchError> {
+        self.n += 1;
+        let t = &self.template;
+        let text = &self.texts[(self.n % 64) as usize];
+        let label = compute_label(TrustClass::Trusted, &self.edges, t.tau, t.fallback).label;
+        let body = EntryBody {
+            scope: t.scope.clone(),
+            writer: t.writer.clone(),
+            key_id: t.key_id,
+            kind: t.kind,
+            content_hash: Hash256::of(text.as_bytes()),
+            content_len: text.len() as u64,
+            source_hash: None,
+            context_hash: t.context_hash,
+            parents: t.parents.clone(),
+            attribution: t.attribution.clone(),
+            tau: t.tau,
+            fallback: t.fallback,
+            label,
+            created_at_ms: START_MS + self.n,
+            metadata: t.metadata.clone(),
+        };
+        let entry = SignedEntry::sign(body, &self.key).map_err(crate::BenchError::core)?;
+        Ok(self.tree.append(&entry.to_leaf()))
+    }
+}
+
+/// Entry verification at a tree of `leaves` leaves: 64 signed entries placed across an
+/// in-memory tree of that many leaf hashes, with their inclusion proofs precomputed.
+pub struct VerifyFixture {
+    entries: Vec<SignedEntry>,
+    leaves: Vec<Vec<u8>>,
+    positions: Vec<u64>,
+    proofs: Vec<Vec<Hash256>>,
+    root: Hash256,
+    size: u64,
+    key: ed25519_dalek::VerifyingKey,
+}
+
+impl VerifyFixture {
+    /// Builds the tree (about 64 bytes of memory per leaf while building) and the proofs.
+    pub fn new(seed: u64, leaves: u64) -> Result<VerifyFixture, crate::BenchError> {
+        let k = 64usize.min(leaves as usize).max(1);
+        let (entries, key) = signed_entries(seed, k)?;
+        let stride = (leaves / k as u64).max(1);
+        let positions: Vec<u64> = (0..k as u64)
+            .map(|i| i * stride + (i * 7919 + 13) % stride)
+            .collect();
+        let leaf_bytes: Vec<Vec<u8>> = entries.iter().map(SignedEntry::to_leaf).collect();
+        let mut tree = MemoryTree::with_capacity(leaves as usize);
+        let mut next = 0usize;
+        for i in 0..leaves {
+            if next < k && positions[next] == i {
+                tree.append(&leaf_bytes[next]);
+                next += 1;
+            } else {
+                tree.append_leaf_hash(Hash256::of(&i.to_le_bytes()));
+            }
+        }
+        let proofs = positions
+            .iter()
+            .map(|p| tree.inclusion_proof(*p, leaves))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(crate::BenchError::core)?;
+        let fx = VerifyFixture {
+            entries,
+            leaves: leaf_bytes,
+            positions,
+            proofs,
+            root: tree.root(),
+            size: leaves,
+            key,
+        };
+        if !(0..k).all(|j| fx.check(j)) {
+            return Err(crate::BenchError::Core(
+                "the entry verification fixture does not verify".into(),
+            ));
+        }
+        Ok(fx)
+    }
+
+    /// Number of entries (64, or fewer in a smaller tree).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there is no entry (never, once built).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Verifies entry `j`: its signature (key id and `verify_strict`) and its inclusion proof
+    /// against the root (leaf hash, then the path).
+    pub fn check(&self, j: usize) -> bool {
+        let lh = merkle::leaf_hash(&self.leaves[j]);
+        merkle::verify_inclusion(&lh, self.positions[j], self.size, &self.proofs[j], &self.root)
+            .is_ok()
+            && self.entries[j].verify_signature(&self.key).is_ok()
+    }
+}
+
+/// A fresh file store at `path` with the fixture principals (their keys loaded) and `roots`
+/// root entries written in one batch; returns the handle, the roots' ids (a parent pool) and
+/// the workload to continue with.
+pub fn fresh_memory(
+    path: &std::path::Path,
+    seed: u64,
+    roots: usize,
+) -> Result<(Memory<SqliteStore>, Vec<EntryId>, Workload), crate::BenchError> {
+    let mem = Memory::init(
+        SqliteStore::open(path)?,
+        Settings::with_origin(ORIGIN),
+        OPERATOR,
+        principal_key(seed, OPERATOR),
+    )?
+    .with_clock(StepClock::new(START_MS, 1000));
+    for (name, class) in PRINCIPALS {
+        let key = principal_key(seed, name);
+        mem.add_principal(name, class, &key.verifying_key())?;
+        mem.keys().insert(name, key);
+    }
+    let mut workload = Workload::new(seed);
+    let reqs = (0..roots).map(|_| workload.next_request(&[])).collect();
+    let ids = mem.write_batch(reqs)?.into_iter().map(|w| w.id).collect();
+    Ok((mem, ids, workload))
 }
 
 #[cfg(test)]

@@ -9,13 +9,12 @@ use crate::fixtures::{
 use crate::generate::{self, REGISTRY_RECORDS, SCOPE};
 use crate::stats::{Budget, Stats, measure, summarize};
 use memlineage::store::StoreRead;
-use memlineage::{Memory, Settings, SqliteStore, StepClock};
+use memlineage::{Memory, SqliteStore};
 use memlineage_core::canonical;
-use memlineage_core::entry::{EntryBody, Scope, SignedEntry};
+use memlineage_core::entry::{Scope, SignedEntry};
 use memlineage_core::gate::{GateInput, decide};
 use memlineage_core::keys::{self, BatchItem, Domain};
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
-use memlineage_core::merkle::{self, MemoryTree};
 use memlineage_core::trust::{ParentEdge, compute_label};
 use memlineage_core::{EntryId, Hash256};
 use ed25519_dalek::Signer;

@@ -9,6 +9,7 @@
 //! the manner of rustls' I/O-free core.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod canonical;
 pub mod checkpoint;

@@ -3,7 +3,7 @@
 //! installed.
 
 use memlineage_core::entry::{EntryKind, Parent};
-use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
+use memlineage_core::label::{Fallback, TrustClass, Weight};
 use memlineage_core::lineage::{
     LineageGraph, LineageNode, LineageNodeInfo, LineageSource, MemoryLineage, ancestors,
     descendants,
@@ -254,8 +254,10 @@ fn hostile_snippets_stay_escaped_in_text() {
     for l in &lines {
         assert!(!has_raw_hazard(l), "{l:?}");
     }
-    assert!(t.contains("x\\\" ] } { [ ( ) --> <b>b</b>"));
-    assert!(t.contains("\\n\\r\\u{202E}\\u{1B}[31m"));
+    assert_eq!(
+        lines[4],
+        r##"│   └── strong 0.8: aaaaaaaaaaaa EXTERNAL tool_output by email "x\" ] } { [ ( ) --> <b>b</b> #quot; %% | \\ \\n \n\r\u{202E}\u{1B}[31m ;label=\"pwn\"] end aaaaaaaaaaaa" *"##
+    );
 }
 
 /// Splits one DOT line into its quoted strings, checking the quoting is balanced.
@@ -303,7 +305,13 @@ fn hostile_snippets_stay_escaped_in_dot() {
             "{outside}"
         );
     }
-    assert!(dot.contains(r#"x\\\" ] } { [ ( ) --> <b>b</b> #quot; %% | \\\\ \\\\n \\n\\r\\u{202E}\\u{1B}[31m ;label=\\\"pwn\\\"] end"#) || dot.contains("x\\\""));
+    let a = "a".repeat(64);
+    assert_eq!(
+        dot.lines().nth(4).unwrap(),
+        format!(
+            r##"  "{a}" [label="aaaaaaaaaaaa\nEXTERNAL\ntool_output by email\n\"x\" ] }} {{ [ ( ) --> <b>b</b> #quot; %% | \\\\ \\\\n \\n\\r\\u{{202E}}\\u{{1B}}[31m ;label=\"pwn\"] end aaaaaaaaaaaa\"", fillcolor="#d62728", fontcolor="#ffffff", style="rounded,filled,bold", penwidth=3];"##
+        )
+    );
     dot_parses(&dot, g.nodes.len());
     dot_parses(&to_dot(&plan_ancestors()), 4);
 }
@@ -361,7 +369,13 @@ fn hostile_snippets_stay_escaped_in_mermaid() {
         }
         assert!(line.ends_with("\"]") || line.ends_with("\"]]"), "{line}");
     }
-    assert!(m.contains("x#quot; #93; #125; #123; #91; #40; #41; --#gt; #lt;b#gt;b#lt;/b#gt; #35;quot; #37;#37; #124;"));
+    let a = "a".repeat(64);
+    assert_eq!(
+        m.lines().nth(1).unwrap(),
+        format!(
+            r##"  n{a}["aaaaaaaaaaaa<br/>EXTERNAL<br/>tool_output by email<br/>#quot;x#quot; #93; #125; #123; #91; #40; #41; --#gt; #lt;b#gt;b#lt;/b#gt; #35;quot; #37;#37; #124; \\ \\n \n\r\u#123;202E#125;\u#123;1B#125;#91;31m ;label=#quot;pwn#quot;#93; end aaaaaaaaaaaa#quot;"]"##
+        )
+    );
 }
 
 #[test]
@@ -504,14 +518,4 @@ fn unknown_focus_renders_plainly() {
         to_mermaid(&g),
         "flowchart BT\n  classDef trusted fill:#2ca02c,color:#ffffff\n  classDef derived_trusted fill:#808000,color:#ffffff\n  classDef derived_untrusted fill:#ff8c00,color:#000000\n  classDef external fill:#d62728,color:#ffffff\n"
     );
-    let _ = TrustLabel::ALL;
-}
-#[test]
-fn zz_print() {
-    let g = hostile();
-    println!("{}", to_text(&g));
-    println!("{}", to_dot(&g));
-    println!("{}", to_mermaid(&g));
-    println!("{}", to_text(&ancestors(&dag(), &id(4), 10).unwrap()));
-    println!("{}", to_text(&descendants(&dag(), &id(0), 10).unwrap()));
 }

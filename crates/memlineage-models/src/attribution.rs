@@ -83,7 +83,7 @@ pub fn aggregate(rows: &[Vec<f32>], spans: &[Range<usize>]) -> Vec<f64> {
             })
             .collect();
         let total: f64 = masses.iter().sum();
-        if !(total > 1e-9) {
+        if total.is_nan() || total <= 1e-9 {
             continue;
         }
         for (acc, m) in sums.iter_mut().zip(&masses) {
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn no_parent_attention_gives_zeros() {
-        let spans = [1..2];
+        let spans: Vec<Range<usize>> = vec![Range { start: 1, end: 2 }];
         assert_eq!(aggregate(&[vec![1.0, 0.0]], &spans), vec![0.0]);
         assert_eq!(aggregate(&[], &spans), vec![0.0]);
     }

@@ -4,7 +4,9 @@
 //! (an embedded SQLite store by default). See the crate README and `docs/architecture.md`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod attribution;
 pub mod error;
 pub mod store;
 

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use memlineage_models::AttnAttrConfig;
+use memlineage_models::{AttnAttrConfig, Compute, LocalModel};
 
 use crate::common::model;
 
@@ -154,17 +154,36 @@ fn per_layer_profile() {
     }
 }
 
-/// Median wall time of one AttnAttr call (two parents of ~30 tokens, child ~30 tokens; and
-/// four parents at the full 128-token budget with a 96-token child).
+/// Costs reported in docs/models.md: load time, the median wall time of one AttnAttr call
+/// (two short parents; four parents at the full budget), and greedy generation speed.
+/// `cargo test -p memlineage-models --release -- --ignored --nocapture --test-threads 1 costs`
 #[test]
-#[ignore = "timing, prints the median"]
-fn attribution_cost() {
+#[ignore = "timing, prints the medians"]
+fn costs() {
     let Some(m) = model() else { return };
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    for compute in [Compute::F32, Compute::Quantized] {
+        let loads: Vec<Duration> = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                LocalModel::load_with(m.path(), compute).expect("load");
+                t.elapsed()
+            })
+            .collect();
+        eprintln!("load ({compute:?}): median {:?}", median(loads));
+    }
     let long_parent = FACT.repeat(6);
     let long_child = CHILD_COPY.repeat(4);
     let big: Vec<&str> = vec![&long_parent; 4];
     for (name, parents, child) in [
-        ("2 short parents", vec![FACT, UNRELATED], CHILD_COPY),
+        (
+            "2 short parents, short child",
+            vec![FACT, UNRELATED],
+            CHILD_COPY,
+        ),
         (
             "4 x 128-token parents, 96-token child",
             big,
@@ -174,7 +193,7 @@ fn attribution_cost() {
         let l = m
             .attribution_layout(&parents, child, &AttnAttrConfig::default())
             .expect("layout");
-        let mut times: Vec<Duration> = (0..7)
+        let times: Vec<Duration> = (0..7)
             .map(|_| {
                 let t = Instant::now();
                 m.attention_attribution(&parents, child)
@@ -182,20 +201,29 @@ fn attribution_cost() {
                 t.elapsed()
             })
             .collect();
-        times.sort();
-        eprintln!("{name}: {} tokens, median {:?}", l.tokens.len(), times[3]);
+        eprintln!(
+            "attention_attribution, {name}: {} tokens, median {:?}",
+            l.tokens.len(),
+            median(times)
+        );
     }
     let prompt = m
         .chat_prompt("", "Write a short story about a lighthouse keeper.")
-        .expect("p");
+        .expect("prompt");
+    let t = Instant::now();
+    m.next_token_logits(&prompt).expect("prompt pass");
+    let prefill = t.elapsed();
     let t = Instant::now();
     let ids = m.generate(&prompt, 64, &[]).expect("generate");
-    let dt = t.elapsed();
+    let total = t.elapsed();
+    let decode = total.saturating_sub(prefill);
     eprintln!(
-        "generate: {} prompt tokens + {} new tokens in {dt:?} ({:.1} new tokens/s incl. prompt)",
+        "generate: {} prompt tokens in {prefill:?} ({:.0} tokens/s); {} new tokens in {decode:?} \
+         ({:.1} tokens/s)",
         prompt.len(),
+        prompt.len() as f64 / prefill.as_secs_f64(),
         ids.len(),
-        ids.len() as f64 / dt.as_secs_f64()
+        ids.len() as f64 / decode.as_secs_f64()
     );
 }
 

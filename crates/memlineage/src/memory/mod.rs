@@ -1,5 +1,6 @@
 //! The [`Memory`] handle: the one object an agent holds. `Send + Sync`, no global state.
 
+mod attribute;
 mod audit;
 mod cli_support;
 mod control;
@@ -181,9 +182,10 @@ impl<S: Store> Memory<S> {
 
 /// Replays registry records with index ≥ `next` into `registry`, advancing `next`.
 fn catch_up(reader: &dyn StoreRead, registry: &mut Registry, next: &mut u64) -> Result<(), Error> {
-    for (index, leaf, content) in reader.registry_records(*next)? {
-        let entry = SignedEntry::from_leaf(&leaf)?;
-        let change = RegistryChange::from_content(&content)?;
+    for rec in reader.registry_records(*next)? {
+        let index = rec.index;
+        let entry = SignedEntry::from_leaf(&rec.leaf)?;
+        let change = RegistryChange::from_content(&rec.content)?;
         verify_registry_signature(registry, index, &entry, &change)?;
         registry.apply(index, &entry, &change)?;
         *next = index + 1;

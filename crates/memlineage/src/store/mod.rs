@@ -45,6 +45,17 @@ pub struct NewRecord {
     pub search_text: Option<String>,
 }
 
+/// A registry record as stored: its index, leaf and content.
+#[derive(Clone, Debug)]
+pub struct RegistryRecord {
+    /// Leaf index.
+    pub index: u64,
+    /// The canonical leaf bytes.
+    pub leaf: Vec<u8>,
+    /// The content (the canonical registry change).
+    pub content: Vec<u8>,
+}
+
 /// Derived state that a control record changes, applied in the same transaction as the append.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
@@ -82,8 +93,8 @@ pub trait StoreRead {
     fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
     /// Indices of entries written by `writer`.
     fn indices_by_writer(&self, writer: &str) -> Result<Vec<u64>, Error>;
-    /// Registry records with index ≥ `from`: (index, leaf, content).
-    fn registry_records(&self, from: u64) -> Result<Vec<(u64, Vec<u8>, Vec<u8>)>, Error>;
+    /// Registry records with index ≥ `from`, in log order.
+    fn registry_records(&self, from: u64) -> Result<Vec<RegistryRecord>, Error>;
     /// The latest signed checkpoint note, if any.
     fn latest_checkpoint(&self) -> Result<Option<String>, Error>;
     /// Full-text search: indices of live entries in `scope` (or below), best match first.

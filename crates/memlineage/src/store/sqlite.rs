@@ -8,7 +8,7 @@
 //! so neither can lose or interleave the other's writes.
 
 use super::schema::{CREATE, SCHEMA_VERSION};
-use super::{AppendGuard, Effect, NewRecord, Store, StoreRead, StoredEntry};
+use super::{AppendGuard, Effect, NewRecord, RegistryRecord, Store, StoreRead, StoredEntry};
 use crate::error::Error;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::{self, NodeId};
@@ -226,7 +226,7 @@ impl StoreRead for Reader<'_> {
         .collect()
     }
 
-    fn registry_records(&self, from: u64) -> Result<Vec<(u64, Vec<u8>, Vec<u8>)>, Error> {
+    fn registry_records(&self, from: u64) -> Result<Vec<RegistryRecord>, Error> {
         let mut stmt = self.0.prepare_cached(
             "SELECT e.idx, e.leaf, c.bytes FROM entries e LEFT JOIN content c ON c.idx = e.idx \
              WHERE e.kind = 'registry' AND e.idx >= ?1 ORDER BY e.idx",
@@ -244,7 +244,11 @@ impl StoreRead for Reader<'_> {
             let content = content.ok_or_else(|| {
                 Error::Integrity(format!("registry record at index {i} has no content"))
             })?;
-            Ok((i, leaf, content))
+            Ok(RegistryRecord {
+                index: i,
+                leaf,
+                content,
+            })
         })
         .collect()
     }
@@ -320,7 +324,7 @@ delegate_read! {
     nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
     children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
     indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
-    registry_records(from: u64) -> Result<Vec<(u64, Vec<u8>, Vec<u8>)>, Error>;
+    registry_records(from: u64) -> Result<Vec<RegistryRecord>, Error>;
     latest_checkpoint() -> Result<Option<String>, Error>;
     search(query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;

@@ -93,7 +93,9 @@ impl Amount {
         parse_scientific(&n.to_string())
     }
 
-    /// As a JSON number: an integer when the value is whole and fits, else the nearest float.
+    /// As a JSON number: an integer when the value is whole and fits in 64 bits, else a float
+    /// — but only if that float denotes exactly this amount when printed back (`98.7` does;
+    /// `123456789012345678901234` does not), so a repair never changes a value by rounding.
     pub fn to_json_number(&self) -> Option<serde_json::Number> {
         let (negative, m, s) = self.canonical();
         if s == 0 {
@@ -108,7 +110,32 @@ impl Amount {
             }
         }
         let f: f64 = self.to_string().parse().ok()?;
-        serde_json::Number::from_f64(f)
+        let n = serde_json::Number::from_f64(f)?;
+        (Amount::from_json(&n).as_ref() == Some(self)).then_some(n)
+    }
+}
+
+impl Amount {
+    /// A cheap necessary condition for this amount to occur in `text`: every written form
+    /// holds the last (up to three) digits of the integer part contiguously (`1,250.00` holds
+    /// `250`, `98,70` holds `98`).
+    pub(crate) fn may_occur_in(&self, text: &str) -> bool {
+        let (_, m, s) = self.canonical();
+        let mut int = m;
+        for _ in 0..s {
+            int /= 10;
+        }
+        let mut buf = [0u8; 3];
+        let mut len = 0;
+        loop {
+            buf[2 - len] = b'0' + (int % 10) as u8;
+            len += 1;
+            int /= 10;
+            if int == 0 || len == 3 {
+                break;
+            }
+        }
+        std::str::from_utf8(&buf[3 - len..]).is_ok_and(|needle| text.contains(needle))
     }
 }
 
@@ -147,6 +174,13 @@ impl fmt::Display for Amount {
 }
 
 const SYMBOLS: [char; 8] = ['$', '€', '£', '¥', '₹', '₩', '₽', '₣'];
+
+/// Currency codes recognised when glued to the number (`EUR98.70`); any three upper-case
+/// letters are accepted when separated from it (`EUR 98.70`, `98.70 EUR`).
+const GLUED_CODES: [&[u8; 3]; 20] = [
+    b"EUR", b"USD", b"GBP", b"CHF", b"JPY", b"CNY", b"CAD", b"AUD", b"NZD", b"SEK", b"NOK",
+    b"DKK", b"PLN", b"CZK", b"HUF", b"INR", b"BRL", b"MXN", b"ZAR", b"HKD",
+];
 
 fn is_code(b: &[u8]) -> bool {
     b.len() == 3 && b.iter().all(u8::is_ascii_uppercase)
@@ -306,7 +340,7 @@ fn masks(text: &str) -> Vec<Span> {
 /// Calls `f(start, end, amount)` for every amount in `text`.
 ///
 /// A number counts when it is not glued to a letter before it (`GB29`, `x2`), except after a
-/// three-letter upper-case currency code (`EUR98.70`); when it is not part of a time (`10:30`);
+/// common three-letter currency code (`EUR98.70`); when it is not part of a time (`10:30`);
 /// and when it does not lie inside an IBAN, a date, a URL or an e-mail address. A `-` directly
 /// before it, itself not after a letter or digit, makes it negative.
 pub(crate) fn for_each(
@@ -314,6 +348,9 @@ pub(crate) fn for_each(
     mut f: impl FnMut(usize, usize, Amount) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let b = text.as_bytes();
+    if !super::scan::has_digit(b) {
+        return ControlFlow::Continue(());
+    }
     let n = b.len();
     let mut masked: Option<Vec<Span>> = None;
     let mut i = 0;
@@ -328,7 +365,7 @@ pub(crate) fn for_each(
         } else if c.is_ascii_uppercase()
             && !alnum_before(b, i)
             && i + 3 < n
-            && is_code(&b[i..i + 3])
+            && GLUED_CODES.iter().any(|c| b[i..i + 3] == c[..])
             && b[i + 3].is_ascii_digit()
         {
             i + 3

@@ -15,7 +15,9 @@
 //! text offering such a date offers both as repair candidates (which makes a repair ambiguous,
 //! the safe outcome). Years have four digits.
 
-use super::scan::{alnum_at, alnum_end, blanks_end, digit_at, digits_end, is_alnum, small_number};
+use super::scan::{
+    alnum_at, alnum_end, blanks_end, digit_at, digits_end, has_digit, is_alnum, small_number,
+};
 use std::fmt;
 use std::ops::ControlFlow;
 
@@ -70,6 +72,21 @@ impl fmt::Display for Date {
     }
 }
 
+impl Date {
+    /// A cheap necessary condition for this date to occur in `text`: every written form holds
+    /// the four-digit year.
+    pub(crate) fn may_occur_in(&self, text: &str) -> bool {
+        let y = self.year;
+        let buf = [
+            b'0' + (y / 1000 % 10) as u8,
+            b'0' + (y / 100 % 10) as u8,
+            b'0' + (y / 10 % 10) as u8,
+            b'0' + (y % 10) as u8,
+        ];
+        std::str::from_utf8(&buf).is_ok_and(|needle| text.contains(needle))
+    }
+}
+
 /// One date, or the two readings of an ambiguous `A/B/YYYY` (month first, then day first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reading {
@@ -96,12 +113,16 @@ const MONTHS: [&str; 12] = [
 
 /// A month name at `i`: full, three-letter, or `sept`; an optional `.` after it.
 fn month_at(b: &[u8], i: usize) -> Option<(u32, usize)> {
+    // Every month name starts with one of these letters: a cheap first test.
+    if !matches!(b.get(i).map(u8::to_ascii_lowercase), Some(b'j' | b'f' | b'm' | b'a' | b's' | b'o' | b'n' | b'd')) {
+        return None;
+    }
     let mut e = i;
     while e < b.len() && b[e].is_ascii_alphabetic() {
         e += 1;
     }
     let word = &b[i..e];
-    if word.len() < 3 || alnum_at(b, e) {
+    if !(3..=9).contains(&word.len()) || alnum_at(b, e) {
         return None;
     }
     let m = MONTHS.iter().position(|name| {
@@ -219,6 +240,9 @@ pub(crate) fn for_each(
     mut f: impl FnMut(usize, usize, Reading) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let b = text.as_bytes();
+    if !has_digit(b) {
+        return ControlFlow::Continue(());
+    }
     let mut i = 0;
     while i < b.len() {
         if !is_alnum(b[i]) {

@@ -4,7 +4,7 @@
 //! verified: the gate asks where a value came from, not whether a bank would accept it, and an
 //! attacker's malformed IBAN must still be traced to the entry that carries it.
 
-use super::scan::{alnum_at, alnum_before, alnum_end, is_alnum};
+use super::scan::{alnum_at, alnum_before, alnum_end, has_digit, is_alnum};
 use std::ops::ControlFlow;
 
 /// Shortest IBAN (Norway).
@@ -50,9 +50,13 @@ pub(crate) fn occurs(iban: &str, text: &str) -> bool {
     let Some(&first) = want.first() else {
         return false;
     };
+    if !has_digit(b) {
+        return false;
+    }
+    let first_lower = first.to_ascii_lowercase();
     let n = b.len();
-    for i in 0..n {
-        if b[i].to_ascii_uppercase() != first || alnum_before(b, i) {
+    for (i, &c) in b.iter().enumerate() {
+        if c.to_ascii_lowercase() != first_lower || alnum_before(b, i) {
             continue;
         }
         let (mut j, mut k) = (i, 0);
@@ -87,6 +91,9 @@ pub(crate) fn for_each(
     mut f: impl FnMut(usize, usize, &str) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let b = text.as_bytes();
+    if !has_digit(b) {
+        return ControlFlow::Continue(());
+    }
     let n = b.len();
     let mut buf = [0u8; MAX_LEN];
     let mut i = 0;

@@ -85,16 +85,19 @@ impl fmt::Display for NormValue {
 
 impl NormValue {
     /// The JSON value to put in a repaired call, keeping the JSON type of `original` where the
-    /// type allows: an amount replacing a number is a number, one replacing a string a plain
-    /// decimal string (`98.70`); dates are `YYYY-MM-DD`; everything else is its normal form.
+    /// type allows: an amount replacing a number is a number (a plain decimal string if no JSON
+    /// number denotes it exactly), one replacing a string a plain decimal string (`98.70`); a
+    /// regex token replacing a number is a number if it is one; dates are `YYYY-MM-DD`;
+    /// everything else is its normal form.
     pub fn to_json(&self, original: &Value) -> Value {
         match self {
             NormValue::Amount(a) if original.is_number() => a
                 .to_json_number()
                 .map_or_else(|| Value::String(a.to_string()), Value::Number),
-            NormValue::Token(s) if original.is_number() => s
-                .parse::<serde_json::Number>()
-                .map_or_else(|_| Value::String(s.clone()), Value::Number),
+            NormValue::Token(s) if original.is_number() => match s.parse::<serde_json::Number>() {
+                Ok(n) if n.to_string() == *s => Value::Number(n),
+                _ => Value::String(s.clone()),
+            },
             other => Value::String(other.to_string()),
         }
     }
@@ -287,6 +290,7 @@ impl ParamType {
     pub(crate) fn occurs_with(&self, v: &NormValue, text: &str, scratch: &mut String) -> bool {
         match (self, v) {
             (ParamType::Iban, NormValue::Iban(s)) => iban::occurs(s, text),
+            (ParamType::Amount, NormValue::Amount(want)) if !want.may_occur_in(text) => false,
             (ParamType::Amount, NormValue::Amount(want)) => amount::for_each(text, |_, _, a| {
                 if a == *want {
                     ControlFlow::Break(())
@@ -295,6 +299,7 @@ impl ParamType {
                 }
             })
             .is_break(),
+            (ParamType::Date, NormValue::Date(want)) if !want.may_occur_in(text) => false,
             (ParamType::Date, NormValue::Date(want)) => date::for_each(text, |_, _, r| {
                 let hit = match r {
                     date::Reading::One(d) => d == *want,

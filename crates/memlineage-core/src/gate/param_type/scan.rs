@@ -63,6 +63,15 @@ pub(crate) fn small_number(digits: &[u8]) -> u32 {
         .fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'))
 }
 
+/// Whether `bytes` holds an ASCII digit (every IBAN, amount and date does: a cheap first test).
+#[inline]
+pub(crate) fn has_digit(bytes: &[u8]) -> bool {
+    // Branch-free within a chunk, so the compiler vectorises it.
+    bytes
+        .chunks(32)
+        .any(|c| c.iter().fold(false, |acc, &x| acc | x.is_ascii_digit()))
+}
+
 /// A half-open byte range of a text.
 pub(crate) type Span = (usize, usize);
 

@@ -13,31 +13,21 @@
 
 /// Appends the folded form of `s` to `out`.
 pub(crate) fn fold_into(s: &str, out: &mut String) {
-    let mut pending_space = false;
-    if s.is_ascii() {
-        out.reserve(s.len());
-        for &b in s.as_bytes() {
-            if b.is_ascii_whitespace() || b == 0x0b {
-                pending_space = !out.is_empty();
-            } else {
-                if pending_space {
-                    out.push(' ');
-                    pending_space = false;
-                }
-                out.push(char::from(b.to_ascii_lowercase()));
-            }
+    out.reserve(s.len());
+    let mut first = true;
+    for word in s.split(char::is_whitespace).filter(|w| !w.is_empty()) {
+        if !first {
+            out.push(' ');
         }
-        return;
-    }
-    for c in s.chars() {
-        if c.is_whitespace() {
-            pending_space = !out.is_empty();
-        } else {
-            if pending_space {
-                out.push(' ');
-                pending_space = false;
+        first = false;
+        if word.is_ascii() {
+            let at = out.len();
+            out.push_str(word);
+            if let Some(w) = out.get_mut(at..) {
+                w.make_ascii_lowercase();
             }
-            out.extend(c.to_lowercase());
+        } else {
+            out.extend(word.chars().flat_map(char::to_lowercase));
         }
     }
 }
@@ -49,10 +39,53 @@ pub(crate) fn fold(s: &str) -> String {
     out
 }
 
+/// ASCII white space as `char::is_whitespace` sees it (which includes the vertical tab).
+fn is_ascii_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// Folded containment of an ASCII folded `value` in an ASCII `text`, without folding the text:
+/// letters compare case-insensitively and each space of the value matches a run of white space.
+fn contains_folded_ascii(value: &[u8], text: &[u8]) -> bool {
+    let Some(&first) = value.first() else {
+        return false;
+    };
+    let n = text.len();
+    for (i, &c) in text.iter().enumerate() {
+        if c.to_ascii_lowercase() != first {
+            continue;
+        }
+        let (mut j, mut k) = (i, 0);
+        while k < value.len() {
+            if value[k] == b' ' {
+                if j >= n || !is_ascii_ws(text[j]) {
+                    break;
+                }
+                while j < n && is_ascii_ws(text[j]) {
+                    j += 1;
+                }
+            } else if j < n && text[j].to_ascii_lowercase() == value[k] {
+                j += 1;
+            } else {
+                break;
+            }
+            k += 1;
+        }
+        if k == value.len() {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether the folded, non-empty `value` is contained in the folded `text`; `scratch` is reused.
 pub(crate) fn contains_folded(value: &str, text: &str, scratch: &mut String) -> bool {
     if value.is_empty() {
         return false;
+    }
+    if text.is_ascii() {
+        // An ASCII text folds to ASCII, so a folded value with other characters cannot occur.
+        return value.is_ascii() && contains_folded_ascii(value.as_bytes(), text.as_bytes());
     }
     scratch.clear();
     fold_into(text, scratch);

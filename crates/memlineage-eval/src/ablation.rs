@@ -1,0 +1,1 @@
+//! The τ×K ablation (stub).

@@ -1,0 +1,1 @@
+//! Banking pairs (stub).

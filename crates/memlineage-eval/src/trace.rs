@@ -1,0 +1,1 @@
+//! The laundering trace (stub).
