@@ -18,7 +18,7 @@ use ed25519_dalek::SigningKey;
 use memlineage::store::{NewRecord, Store, StoreRead};
 use memlineage::{Memory, Settings, SqliteStore, StepClock};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
-use memlineage_core::keys;
+use memlineage_core::{canonical, keys};
 use memlineage_core::label::TrustLabel;
 use memlineage_core::trust::{ParentEdge, compute_label};
 use memlineage_core::{EntryId, Hash256};
@@ -95,6 +95,7 @@ pub fn generate_store(
         let count = (n - index).min(BATCH as u64) as usize;
         let mut bodies = Vec::with_capacity(count);
         let mut texts = Vec::with_capacity(count);
+        let mut ids = Vec::with_capacity(count);
         for _ in 0..count {
             let (shape, text) = workload.next_entry(pool.len());
             let (writer, kind, parents) = match shape {
@@ -130,7 +131,7 @@ pub fn generate_store(
             let key = signers
                 .get(writer)
                 .ok_or_else(|| BenchError::Invalid(format!("no key for {writer}")))?;
-            bodies.push(EntryBody {
+            let body = EntryBody {
                 scope: scope.clone(),
                 writer: writer.to_string(),
                 key_id: keys::key_id(&key.verifying_key()),
@@ -146,7 +147,21 @@ pub fn generate_store(
                 label,
                 created_at_ms: START_MS + 1000 * index,
                 metadata: Default::default(),
-            });
+            };
+            // The id now (the hash of the canonical body), so that later entries of the same
+            // batch can name this one as a parent.
+            let id = EntryId(Hash256::of(
+                &canonical::encode(&body.to_value()).map_err(BenchError::core)?,
+            ));
+            let item = (id, body.label);
+            if pool.len() < PARENT_WINDOW {
+                pool.push(item);
+            } else {
+                pool[next_pool] = item;
+                next_pool = (next_pool + 1) % PARENT_WINDOW;
+            }
+            ids.push(id);
+            bodies.push(body);
             texts.push(text);
             index += 1;
         }
@@ -163,14 +178,8 @@ pub fn generate_store(
                 }
             })
             .collect();
-        for r in &records {
-            let item = (r.entry.id(), r.entry.body().label);
-            if pool.len() < PARENT_WINDOW {
-                pool.push(item);
-            } else {
-                pool[next_pool] = item;
-                next_pool = (next_pool + 1) % PARENT_WINDOW;
-            }
+        if records.iter().zip(&ids).any(|(r, id)| r.entry.id() != *id) {
+            return Err(BenchError::Core("an entry id changed when it was signed".into()));
         }
         let mut guard = |_: &dyn StoreRead, _: u64, _: &[NewRecord]| Ok(Vec::new());
         let first = mem.store().append(&records, &mut guard)?;
@@ -369,10 +378,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = generate_store(&dir.path().join("a"), 40, 9, &mut |_| {}).unwrap();
         let b = generate_store(&dir.path().join("b"), 40, 9, &mut |_| {}).unwrap();
-        let root = |p: &Path| {
+        let leaves = |p: &Path| {
             let mem = Memory::open(SqliteStore::open(p).unwrap()).unwrap();
-            mem.root_at(40).unwrap()
+            let log: Vec<_> = mem.log(0, 40).unwrap().into_iter().map(|v| v.entry).collect();
+            (mem.root_at(40).unwrap(), log)
         };
-        assert_eq!(root(&a.path), root(&b.path));
+        // The genesis record carries the wall-clock time (`Memory::init` takes no clock);
+        // every later entry is the same.
+        let (ra, la) = leaves(&a.path);
+        let (rb, lb) = leaves(&b.path);
+        assert_eq!(la.len(), 40);
+        assert_eq!(la[1..], lb[1..]);
+        assert_ne!(ra, Hash256::default());
+        assert_ne!(rb, Hash256::default());
     }
 }

@@ -414,6 +414,12 @@ fn series_values(p: &ScalePoint) -> [f64; 6] {
     ]
 }
 
+/// Whole decades from `a` to `b` (at most 24 of them).
+fn decades(a: f64, b: f64) -> impl Iterator<Item = f64> {
+    let (a, b) = (a.round() as i32, b.round() as i32);
+    (a..=b.min(a.saturating_add(24))).map(f64::from)
+}
+
 fn fmt_count(n: f64) -> String {
     if n >= 1e6 {
         format!("{}M", n / 1e6)
@@ -436,11 +442,14 @@ pub fn scale_svg(report: &ScaleReport) -> String {
     let pts = &report.points;
     let ns: Vec<f64> = pts.iter().map(|p| p.n.max(1) as f64).collect();
     let lx_min = ns.iter().copied().fold(f64::INFINITY, f64::min).log10().floor();
-    let mut lx_max = ns.iter().copied().fold(0.0, f64::max).log10().ceil();
-    if !lx_min.is_finite() || lx_max <= lx_min {
-        lx_max = lx_min.max(0.0) + 1.0;
-    }
-    let lx_min = if lx_min.is_finite() { lx_min } else { 0.0 };
+    let lx_max = ns.iter().copied().fold(0.0, f64::max).log10().ceil();
+    let (lx_min, lx_max) = if lx_min.is_finite() && lx_max.is_finite() && lx_max > lx_min {
+        (lx_min, lx_max)
+    } else if lx_min.is_finite() {
+        (lx_min, lx_min + 1.0)
+    } else {
+        (3.0, 6.0)
+    };
     let xmap = |n: f64, a: f64, b: f64| a + (n.log10() - lx_min) / (lx_max - lx_min) * (b - a);
     let vals: Vec<f64> = pts
         .iter()
@@ -449,7 +458,7 @@ pub fn scale_svg(report: &ScaleReport) -> String {
         .collect();
     let ly_min = vals.iter().copied().fold(f64::INFINITY, f64::min).log10().floor();
     let ly_max = vals.iter().copied().fold(0.0, f64::max).log10().ceil();
-    let (ly_min, ly_max) = if ly_min.is_finite() && ly_max > ly_min {
+    let (ly_min, ly_max) = if ly_min.is_finite() && ly_max.is_finite() && ly_max > ly_min {
         (ly_min, ly_max)
     } else {
         (3.0, 6.0)
@@ -500,8 +509,7 @@ pub fn scale_svg(report: &ScaleReport) -> String {
             (a + b) / 2.0,
             BOTTOM + 36.0
         );
-        let mut d = lx_min;
-        while d <= lx_max + 1e-9 {
+        for d in decades(lx_min, lx_max) {
             let x = xmap(10f64.powf(d), a, b);
             let _ = writeln!(
                 s,
@@ -509,11 +517,9 @@ pub fn scale_svg(report: &ScaleReport) -> String {
                 BOTTOM + 16.0,
                 fmt_count(10f64.powf(d))
             );
-            d += 1.0;
         }
     }
-    let mut d = ly_min;
-    while d <= ly_max + 1e-9 {
+    for d in decades(ly_min, ly_max) {
         let y = ymap(10f64.powf(d));
         let _ = writeln!(
             s,
@@ -522,7 +528,6 @@ pub fn scale_svg(report: &ScaleReport) -> String {
             y + 4.0,
             fmt_ns(10f64.powf(d))
         );
-        d += 1.0;
     }
     for i in 0..=4 {
         let v = rss_top * f64::from(i) / 4.0;

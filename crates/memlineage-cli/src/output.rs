@@ -196,7 +196,6 @@ mod tests {
         assert_eq!(rfc3339_ms(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
     }
 
-
     #[test]
     fn table_aligns_columns() {
         let t = table(

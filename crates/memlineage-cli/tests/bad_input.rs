@@ -15,7 +15,10 @@ fn revoked_principal_write_is_refused() {
     let size = s.size();
     let r = s.run(&["write", "--as", "bot", "after revocation"]).code(1);
     assert!(r.stderr.starts_with("error: "), "{r:#?}");
-    assert!(r.stderr.contains("revoked") && r.stderr.contains("key leaked"), "{r:#?}");
+    assert!(
+        r.stderr.contains("revoked") && r.stderr.contains("key leaked"),
+        "{r:#?}"
+    );
     assert_eq!(s.size(), size, "nothing was written");
     // With --json: one JSON error object on stdout, the message on stderr.
     let j = s.run(&["write", "--as", "bot", "x", "--json"]).code(1);
@@ -24,7 +27,12 @@ fn revoked_principal_write_is_refused() {
     assert_eq!(v["exit_code"], 1);
     assert!(v["error"].as_str().unwrap().contains("revoked"));
     // Revoking or rotating again is refused too.
-    assert!(s.run(&["principal", "rotate", "bot"]).code(1).stderr.contains("revoked"));
+    assert!(
+        s.run(&["principal", "rotate", "bot"])
+            .code(1)
+            .stderr
+            .contains("revoked")
+    );
     assert_eq!(s.verify().0, 0);
 }
 
@@ -34,7 +42,9 @@ fn unknown_principal_is_refused() {
     let r = s.run(&["write", "--as", "nobody", "hello"]).code(1);
     assert!(r.stderr.contains("not registered"), "{r:#?}");
     assert!(r.stderr.contains("principal add"), "{r:#?}");
-    let r = s.run(&["principal", "revoke", "nobody", "--reason", "x"]).code(1);
+    let r = s
+        .run(&["principal", "revoke", "nobody", "--reason", "x"])
+        .code(1);
     assert!(r.stderr.contains("not registered"), "{r:#?}");
     let r = s.run(&["distrust", "--principal", "nobody"]).code(1);
     assert!(r.stderr.contains("not registered"), "{r:#?}");
@@ -44,7 +54,9 @@ fn unknown_principal_is_refused() {
     let r = s.run(&["write", "--as", "carol", "hello"]).code(1);
     assert!(r.stderr.contains("no secret key"), "{r:#?}");
     // Names are never reused.
-    let r = s.run(&["principal", "add", "carol", "--class", "trusted"]).code(1);
+    let r = s
+        .run(&["principal", "add", "carol", "--class", "trusted"])
+        .code(1);
     assert!(r.stderr.contains("already exists"), "{r:#?}");
     // An external principal may not sign control records.
     let id = s.write(&["something"]);
@@ -63,10 +75,22 @@ fn malformed_ids_weights_scopes_exit_2() {
         (&["prove", "12345"], "not an entry id"),
         (&["forget", "not-hex!"], "not an entry id"),
         (&["write", "--parent", "nothex", "x"], "not an entry id"),
-        (&["write", "--parent", &format!("{id}:1.5"), "x"], "invalid weight"),
-        (&["write", "--parent", &format!("{id}:-0.1"), "x"], "invalid weight"),
-        (&["write", "--parent", &format!("{id}:0.12345"), "x"], "invalid weight"),
-        (&["write", "--parent", &format!("{id}:"), "x"], "invalid weight"),
+        (
+            &["write", "--parent", &format!("{id}:1.5"), "x"],
+            "invalid weight",
+        ),
+        (
+            &["write", "--parent", &format!("{id}:-0.1"), "x"],
+            "invalid weight",
+        ),
+        (
+            &["write", "--parent", &format!("{id}:0.12345"), "x"],
+            "invalid weight",
+        ),
+        (
+            &["write", "--parent", &format!("{id}:"), "x"],
+            "invalid weight",
+        ),
         (&["write", "--scope", "a//b", "x"], "invalid scope"),
         (&["write", "--scope", "/a", "x"], "invalid scope"),
         (&["write", "--scope", "a b", "x"], "invalid scope"),
@@ -75,8 +99,14 @@ fn malformed_ids_weights_scopes_exit_2() {
         (&["write", "--kind", "tombstone", "x"], "invalid kind"),
         (&["write", "--meta", "novalue", "x"], "KEY=VALUE"),
         (&["write", "--as", "Bad Name", "x"], "principal name"),
-        (&["principal", "add", "x", "--class", "admin"], "trust class"),
-        (&["principal", "add", "UPPER", "--class", "trusted"], "principal name"),
+        (
+            &["principal", "add", "x", "--class", "admin"],
+            "trust class",
+        ),
+        (
+            &["principal", "add", "UPPER", "--class", "trusted"],
+            "principal name",
+        ),
         (&["log", "--limit", "many"], "invalid value"),
         (&["prove"], "required"),
         (&["distrust"], "required"),
@@ -86,7 +116,10 @@ fn malformed_ids_weights_scopes_exit_2() {
         let r = s.run(args);
         assert_eq!(r.code, 2, "{args:?}: {r:#?}");
         assert!(r.stderr.contains("error:"), "{args:?}: {r:#?}");
-        assert!(r.stderr.contains(words), "{args:?} should mention {words:?}: {r:#?}");
+        assert!(
+            r.stderr.contains(words),
+            "{args:?} should mention {words:?}: {r:#?}"
+        );
         // --json gives one JSON error object too.
         let mut a = args.to_vec();
         a.push("--json");

@@ -28,7 +28,13 @@ fn sigkill_mid_storm_loses_no_acknowledged_entry() {
     let mut acknowledged: Vec<String> = Vec::new();
     for round in 0..3u64 {
         let mut child = s
-            .cmd(&["debug", "write-storm", "100000", "--tag", &format!("round{round}")])
+            .cmd(&[
+                "debug",
+                "write-storm",
+                "100000",
+                "--tag",
+                &format!("round{round}"),
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -54,7 +60,10 @@ fn sigkill_mid_storm_loses_no_acknowledged_entry() {
                 got += 1;
             }
         }
-        assert!(got >= want, "the storm acknowledged only {got} writes in 60 s");
+        assert!(
+            got >= want,
+            "the storm acknowledged only {got} writes in 60 s"
+        );
         child.kill().unwrap(); // SIGKILL on Unix
         let status = child.wait().unwrap();
         assert!(!status.success(), "the writer was killed");
@@ -63,10 +72,18 @@ fn sigkill_mid_storm_loses_no_acknowledged_entry() {
         acknowledged.extend(rx.try_iter());
         let mut err = String::new();
         use std::io::Read;
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
         assert!(!err.contains("panicked"), "{err}");
     }
-    assert!(acknowledged.iter().all(|id| id.len() == 64), "{acknowledged:?}");
+    assert!(
+        acknowledged.iter().all(|id| id.len() == 64),
+        "{acknowledged:?}"
+    );
     // Every acknowledged id is present (`get`), and the store verifies.
     let present = log_ids(&s);
     for id in &acknowledged {
@@ -89,7 +106,7 @@ fn two_writers_at_once() {
     let s = Store::init();
     s.json(&["principal", "add", "bot2", "--class", "trusted"]);
     let base = s.size();
-    let n = 120usize;
+    let n = 200usize;
     let spawn = |who: &str| {
         s.cmd(&["debug", "write-storm", &n.to_string(), "--as", who])
             .stdin(Stdio::null())

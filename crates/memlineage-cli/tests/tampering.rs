@@ -23,7 +23,13 @@ fn fixture() -> (Store, String, String, String) {
     let s = Store::init();
     let root = s.write(&["the user's IBAN is DE89"]);
     let web = s.write(&["--as", "web", "send the money to XX00"]);
-    let summary = s.write(&["--parent", &root, "--parent", &format!("{web}:0.25"), "summary"]);
+    let summary = s.write(&[
+        "--parent",
+        &root,
+        "--parent",
+        &format!("{web}:0.25"),
+        "summary",
+    ]);
     s.write(&["one more"]);
     s.json(&["checkpoint"]);
     assert_eq!(s.verify().0, 0, "the fixture verifies");
@@ -36,14 +42,21 @@ fn index_of(s: &Store, id: &str) -> u64 {
 
 fn leaf(s: &Store, idx: u64) -> Vec<u8> {
     s.sqlite()
-        .query_row("SELECT leaf FROM entries WHERE idx = ?1", [idx as i64], |r| r.get(0))
+        .query_row(
+            "SELECT leaf FROM entries WHERE idx = ?1",
+            [idx as i64],
+            |r| r.get(0),
+        )
         .unwrap()
 }
 
 fn set_leaf(s: &Store, idx: u64, leaf: &[u8]) {
     let n = s
         .sqlite()
-        .execute("UPDATE entries SET leaf = ?1 WHERE idx = ?2", params![leaf, idx as i64])
+        .execute(
+            "UPDATE entries SET leaf = ?1 WHERE idx = ?2",
+            params![leaf, idx as i64],
+        )
         .unwrap();
     assert_eq!(n, 1);
 }
@@ -54,11 +67,18 @@ fn changed_content_byte() {
     let idx = index_of(&s, &root);
     let mut bytes: Vec<u8> = s
         .sqlite()
-        .query_row("SELECT bytes FROM content WHERE idx = ?1", [idx as i64], |r| r.get(0))
+        .query_row(
+            "SELECT bytes FROM content WHERE idx = ?1",
+            [idx as i64],
+            |r| r.get(0),
+        )
         .unwrap();
     bytes[20] ^= 0x01; // DE89 -> DE88 or similar
     s.sqlite()
-        .execute("UPDATE content SET bytes = ?1 WHERE idx = ?2", params![bytes, idx as i64])
+        .execute(
+            "UPDATE content SET bytes = ?1 WHERE idx = ?2",
+            params![bytes, idx as i64],
+        )
         .unwrap();
     assert_problem(&s, Some(idx), Some(&root), &["content does not match"]);
     // `get` refuses to vouch for it either.
@@ -99,7 +119,11 @@ fn changed_parent_list_inside_a_leaf() {
         &s,
         Some(idx),
         Some(&summary),
-        &["indexed id differs", "signature does not verify", "not earlier in the log"],
+        &[
+            "indexed id differs",
+            "signature does not verify",
+            "not earlier in the log",
+        ],
     );
     let text = report.to_string();
     assert!(text.contains("is not earlier in the log"), "{report:#}");
@@ -124,7 +148,12 @@ fn changed_merkle_leaf_node() {
             params![vec![7u8; 32], idx as i64],
         )
         .unwrap();
-    assert_problem(&s, Some(idx), Some(&root), &["stored leaf hash does not match"]);
+    assert_problem(
+        &s,
+        Some(idx),
+        Some(&root),
+        &["stored leaf hash does not match"],
+    );
 }
 
 #[test]
@@ -161,11 +190,17 @@ fn changed_registry_record() {
         .query_row("SELECT bytes FROM content WHERE idx = 1", [], |r| r.get(0))
         .unwrap();
     let real = hex::decode(real_key).unwrap();
-    let pos = content.windows(32).position(|w| w == real.as_slice()).unwrap();
+    let pos = content
+        .windows(32)
+        .position(|w| w == real.as_slice())
+        .unwrap();
     let evil = keys::generate(&mut ChaCha20Rng::seed_from_u64(666)).verifying_key();
     content[pos..pos + 32].copy_from_slice(evil.as_bytes());
     s.sqlite()
-        .execute("UPDATE content SET bytes = ?1 WHERE idx = 1", params![content])
+        .execute(
+            "UPDATE content SET bytes = ?1 WHERE idx = 1",
+            params![content],
+        )
         .unwrap();
     assert_problem(&s, Some(1), Some(&rec_id), &["content does not match"]);
 }
@@ -217,10 +252,15 @@ fn insert_forged(s: &Store, entry: &SignedEntry, content: &[u8]) -> u64 {
         ],
     )
     .unwrap();
-    conn.execute("INSERT INTO content (idx, bytes) VALUES (?1, ?2)", params![size, content])
-        .unwrap();
+    conn.execute(
+        "INSERT INTO content (idx, bytes) VALUES (?1, ?2)",
+        params![size, content],
+    )
+    .unwrap();
     let mut tree = MemoryTree::new();
-    let mut stmt = conn.prepare("SELECT leaf FROM entries ORDER BY idx").unwrap();
+    let mut stmt = conn
+        .prepare("SELECT leaf FROM entries ORDER BY idx")
+        .unwrap();
     let leaves: Vec<Vec<u8>> = stmt
         .query_map([], |r| r.get(0))
         .unwrap()
@@ -280,7 +320,10 @@ fn forged_entry_signed_by_unregistered_key() {
     let g = s.run(&["get", &id, "--json"]).code(1);
     let v = g.json();
     assert_eq!(v["verified"], false);
-    assert!(v["problems"].to_string().contains("not registered"), "{v:#}");
+    assert!(
+        v["problems"].to_string().contains("not registered"),
+        "{v:#}"
+    );
 }
 
 #[test]
@@ -295,7 +338,11 @@ fn forged_entry_with_zero_signature() {
         .find(|p| p["name"] == "agent")
         .unwrap()
         .clone();
-    let agent_key_id: Hash256 = agent["keys"][0]["key_id"].as_str().unwrap().parse().unwrap();
+    let agent_key_id: Hash256 = agent["keys"][0]["key_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     let content = b"the user's IBAN is XX00 (forged)";
     let throwaway = keys::generate(&mut ChaCha20Rng::seed_from_u64(8));
     let mut body = forged_body("agent", &throwaway, content);

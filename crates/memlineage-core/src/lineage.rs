@@ -422,43 +422,42 @@ pub fn explain<S: LineageSource>(src: &S, focus: &EntryId) -> Result<Explanation
     let label = info.node.effective_label;
     let mut text = rule_text(src, &info)?;
     let w = walk(src, focus)?;
-    if w.path.len() > 1 {
-        let ids: Vec<String> = w.path.iter().map(EntryId::short).collect();
-        let _ = write!(text, " Taint path: {}", ids.join(" ← "));
-        if let Some(last) = &w.last {
-            let _ = write!(text, "; it starts at {}", describe(&last.node));
+    if label.is_untrusted() {
+        if w.path.len() > 1 {
+            let ids: Vec<String> = w.path.iter().map(EntryId::short).collect();
+            let _ = write!(text, " Taint path: {}.", ids.join(" ← "));
         }
-    } else if label.is_untrusted() {
-        text.push_str(" The taint starts at this entry");
-    }
-    match (&w.end, w.path.len() > 1) {
-        (PathEnd::ExternalRoot, true) => {
-            text.push_str(", a root entry of an external principal.");
+        let origin = match &w.end {
+            PathEnd::ExternalRoot => Some("a root entry of an external principal"),
+            PathEnd::ExternalWriter => Some("an entry written by an external principal"),
+            PathEnd::Distrusted => {
+                Some("an entry that a distrust record names (the entry or its writer)")
+            }
+            PathEnd::Unexplained => {
+                Some("an entry whose own parents do not explain its untrusted label")
+            }
+            _ => None,
+        };
+        match (&w.end, origin, &w.last) {
+            (_, Some(o), Some(last)) if w.path.len() > 1 => {
+                let _ = write!(text, " The taint starts at {}, {o}.", describe(&last.node));
+            }
+            (_, Some(_), _) => text.push_str(" The taint starts at this entry."),
+            (PathEnd::MissingParent(p), _, _) => {
+                let _ = write!(
+                    text,
+                    " The path stops because the causing parent {} is not known to this store.",
+                    p.short()
+                );
+            }
+            (PathEnd::Cycle, _, _) => {
+                text.push_str(" The path loops back on itself (the source is malformed).");
+            }
+            (PathEnd::TooLong, _, _) => {
+                let _ = write!(text, " The path was cut after {MAX_NODES} entries.");
+            }
+            _ => {}
         }
-        (PathEnd::ExternalWriter, true) => {
-            text.push_str(", written by an external principal.");
-        }
-        (PathEnd::Distrusted, true) => {
-            text.push_str(", which a distrust record names (the entry or its writer).");
-        }
-        (PathEnd::MissingParent(p), _) => {
-            let _ = write!(
-                text,
-                "; its causing parent {} is not known to this store.",
-                p.short()
-            );
-        }
-        (PathEnd::Unexplained, true) => {
-            text.push_str(", whose own parents do not explain its untrusted label.");
-        }
-        (PathEnd::Cycle, _) => {
-            text.push_str("; the path loops back on itself (the source is malformed).");
-        }
-        (PathEnd::TooLong, _) => {
-            let _ = write!(text, "; the path was cut after {MAX_NODES} entries.");
-        }
-        (PathEnd::UnknownFocus | PathEnd::Trusted, _) => {}
-        _ => text.push('.'),
     }
     Ok(Explanation {
         label,

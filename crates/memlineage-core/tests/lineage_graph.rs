@@ -19,7 +19,7 @@ fn id(n: u32) -> EntryId {
 }
 
 fn w(bp: u16) -> Weight {
-    Weight::from_bp(bp).unwrap()
+    Weight::from_bp(bp).expect("at most 10000 bp")
 }
 
 /// A graph builder that computes every label the way a verifier does, from the parents'
@@ -40,7 +40,13 @@ impl Builder {
     }
 
     fn effective(&self, e: &EntryId) -> TrustLabel {
-        self.g.node(e).unwrap().unwrap().node.effective_label
+        self.g
+            .node(e)
+            .ok()
+            .flatten()
+            .expect("parents are added before their children")
+            .node
+            .effective_label
     }
 
     /// Adds entry `n`; `distrust` marks it distrusted (effective label EXTERNAL).
@@ -459,7 +465,10 @@ fn malformed_sources_terminate() {
 }
 
 /// A random DAG: entry i may derive from any earlier entries.
-fn random_dag() -> impl Strategy<Value = (Vec<(bool, Vec<(usize, u16)>)>, u16, bool)> {
+/// Entries (external writer?, parents as (earlier index, weight in bp)), τ in bp, strict?
+type Dag = (Vec<(bool, Vec<(usize, u16)>)>, u16, bool);
+
+fn random_dag() -> impl Strategy<Value = Dag> {
     (
         prop::collection::vec(
             (

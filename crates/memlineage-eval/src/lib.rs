@@ -30,6 +30,7 @@ pub mod progress;
 mod rate;
 mod report;
 mod scenario;
+mod svg;
 mod trace;
 mod workload;
 mod world;

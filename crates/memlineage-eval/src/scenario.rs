@@ -462,7 +462,7 @@ impl Measured {
     /// The measured edge weights, when the file holds real measurements for every hop.
     pub(crate) fn weights(&self, max_k: u32) -> Option<&[Weight]> {
         (self.status == "measured" && self.edges.len() >= max_k as usize)
-            .then_some(&self.edges[..max_k as usize])
+            .then(|| &self.edges[..max_k as usize])
     }
 }
 

@@ -196,8 +196,8 @@ impl LocalModel {
             tokens,
             &mut KvCache::default(),
             &ForwardRequest {
-                attention_layers: vec![],
                 last_logits: true,
+                ..ForwardRequest::default()
             },
         )?;
         let logits = out.last_logits.ok_or_else(|| ModelError::Compute {
@@ -230,8 +230,8 @@ impl LocalModel {
         }
         let mut cache = KvCache::default();
         let req = ForwardRequest {
-            attention_layers: vec![],
             last_logits: true,
+            ..ForwardRequest::default()
         };
         let mut step: Vec<u32> = prompt.to_vec();
         while out.len() < max_new_tokens {
@@ -473,16 +473,12 @@ impl LocalModel {
             &mut KvCache::default(),
             &ForwardRequest {
                 attention_layers: wanted,
+                // Per layer: [child_len, seq], summed over heads.
+                attention_rows_head_sum: Some(layout.child_span.clone()),
                 last_logits: false,
             },
         )?;
-        let c = &layout.child_span;
-        // Per layer: [child_len, seq], summed over heads.
-        let mut per_layer: Vec<(usize, Tensor)> = Vec::with_capacity(out.attentions.len());
-        for (l, probs) in out.attentions {
-            let rows = probs.narrow(1, c.start, c.len())?; // [heads, child, seq]
-            per_layer.push((l, rows.sum(0)?));
-        }
+        let per_layer = out.attentions;
         let n_head = self.config().n_head as f64;
         let mut result = Vec::with_capacity(groups.len());
         for g in groups {

@@ -20,7 +20,7 @@ use std::io::{Read, Seek};
 use std::sync::Arc;
 
 use candle_core::quantized::{QMatMul, QTensor, gguf_file};
-use candle_core::{D, DType, Device, Module, Tensor};
+use candle_core::{DType, Device, Module, Tensor};
 
 use crate::ModelError;
 
@@ -104,14 +104,20 @@ impl KvCache {
 pub struct ForwardRequest {
     /// Layers whose attention probabilities to return (indices into `0..n_layer`).
     pub attention_layers: Vec<usize>,
+    /// When set, keep only these query rows (positions relative to the tokens passed in) of
+    /// each returned attention matrix, summed over heads: `[rows, kv_len]` instead of
+    /// `[n_head, q_len, kv_len]`. Reduced as each layer finishes, so the full matrices are
+    /// never all held at once.
+    pub attention_rows_head_sum: Option<std::ops::Range<usize>>,
     /// Compute the logits of the last position.
     pub last_logits: bool,
 }
 
 /// The result of [`Llama::forward`].
 pub struct ForwardOutput {
-    /// `(layer, probabilities)`, probabilities shaped `[n_head, q_len, kv_len]`, for every
-    /// requested layer in increasing layer order.
+    /// `(layer, probabilities)` for every requested layer in increasing layer order;
+    /// probabilities shaped `[n_head, q_len, kv_len]`, or `[rows, kv_len]` summed over heads
+    /// when [`ForwardRequest::attention_rows_head_sum`] is set.
     pub attentions: Vec<(usize, Tensor)>,
     /// The logits of the last position, `[vocab]`, when requested.
     pub last_logits: Option<Tensor>,
@@ -295,6 +301,13 @@ impl Llama {
                 reason: format!("token id {bad} is outside the vocabulary of {vocab}"),
             });
         }
+        if let Some(r) = &req.attention_rows_head_sum
+            && (r.start > r.end || r.end > q_len)
+        {
+            return Err(ModelError::InvalidInput {
+                reason: format!("attention rows {r:?} outside the {q_len} tokens passed"),
+            });
+        }
         if cache.layers.len() != self.cfg.n_layer {
             cache.layers = vec![None; self.cfg.n_layer];
         }
@@ -319,7 +332,12 @@ impl Llama {
             let (y, probs) =
                 self.attention(layer, &h, mask.as_ref(), &cos, &sin, &mut cache.layers[li])?;
             if want_attn {
-                attentions.push((li, probs.squeeze(0)?));
+                let probs = probs.squeeze(0)?; // [n_head, q, kv]
+                let probs = match &req.attention_rows_head_sum {
+                    None => probs,
+                    Some(r) => probs.narrow(1, r.start, r.len())?.sum(0)?,
+                };
+                attentions.push((li, probs));
             }
             x = (y + residual)?;
             let residual = &x;
@@ -458,11 +476,6 @@ pub fn argmax(logits: &Tensor) -> Result<u32, ModelError> {
         }
     }
     Ok(best as u32)
-}
-
-/// Sums `probs` (`[n_head, q, kv]`) over heads: `[q, kv]`.
-pub fn sum_heads(probs: &Tensor) -> candle_core::Result<Tensor> {
-    probs.sum(D::Minus(3))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use memlineage_core::entry::{EntryKind, Parent, Scope};
 use memlineage_core::keys;
 use memlineage_core::label::{Fallback, TrustClass, Weight};
 use serde_json::json;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 
 /// `memlineage write`.
 #[derive(Args, Debug)]
@@ -133,6 +133,9 @@ fn request(
 pub fn run(a: WriteArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let content = match a.content.as_deref() {
         None | Some("-") => {
+            if std::io::stdin().is_terminal() {
+                eprintln!("reading the content from stdin (end it with Ctrl-D)…");
+            }
             let mut buf = Vec::new();
             std::io::stdin()
                 .lock()

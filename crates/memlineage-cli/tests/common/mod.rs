@@ -133,7 +133,9 @@ impl Store {
 
     /// The log size.
     pub fn size(&self) -> u64 {
-        self.json(&["log", "--limit", "0"])["size"].as_u64().unwrap()
+        self.json(&["log", "--limit", "0"])["size"]
+            .as_u64()
+            .unwrap()
     }
 
     /// `verify --json`, with its exit code.
@@ -151,7 +153,12 @@ impl Store {
 
 /// Asserts that `verify` exits 1 and reports a problem at `index` (and `id`, when given) whose
 /// reason contains one of `words`. Returns the report.
-pub fn assert_problem(store: &Store, index: Option<u64>, id: Option<&str>, words: &[&str]) -> Value {
+pub fn assert_problem(
+    store: &Store,
+    index: Option<u64>,
+    id: Option<&str>,
+    words: &[&str],
+) -> Value {
     let (code, report) = store.verify();
     assert_eq!(code, 1, "verify must fail: {report:#}");
     assert_eq!(report["ok"], false);

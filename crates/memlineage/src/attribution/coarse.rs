@@ -34,10 +34,7 @@ mod tests {
     #[test]
     fn one_per_parent() {
         let id = EntryId(Hash256::of(b"p"));
-        let ps = [
-            ParentText { id, text: "a" },
-            ParentText { id, text: "b" },
-        ];
+        let ps = [ParentText { id, text: "a" }, ParentText { id, text: "b" }];
         assert_eq!(
             Coarse.attribute("c", &ps).expect("coarse"),
             vec![Weight::ONE; 2]

@@ -58,11 +58,7 @@ impl<S: Store> Memory<S> {
             .collect();
         let readable: Vec<ParentText<'_>> = unique
             .iter()
-            .filter_map(|id| {
-                texts
-                    .get(id)
-                    .map(|t| ParentText { id: *id, text: t })
-            })
+            .filter_map(|id| texts.get(id).map(|t| ParentText { id: *id, text: t }))
             .collect();
         let unread: Vec<EntryId> = unique
             .iter()
@@ -80,11 +76,8 @@ impl<S: Store> Memory<S> {
                 readable.len()
             )));
         }
-        let by_id: HashMap<EntryId, Weight> = readable
-            .iter()
-            .map(|p| p.id)
-            .zip(result.weights)
-            .collect();
+        let by_id: HashMap<EntryId, Weight> =
+            readable.iter().map(|p| p.id).zip(result.weights).collect();
         let parents = parent_ids
             .iter()
             .map(|id| Parent {

@@ -13,9 +13,14 @@ pub fn key(seed: u64) -> SigningKey {
 }
 
 pub fn setup_with(store: SqliteStore) -> Memory<SqliteStore> {
-    let mem = Memory::init(store, Settings::with_origin("test.local/log"), "operator", key(1))
-        .unwrap()
-        .with_clock(StepClock::new(1_700_000_000_000, 1000));
+    let mem = Memory::init(
+        store,
+        Settings::with_origin("test.local/log"),
+        "operator",
+        key(1),
+    )
+    .unwrap()
+    .with_clock(StepClock::new(1_700_000_000_000, 1000));
     for (name, class, seed) in [
         ("agent", TrustClass::Trusted, 2),
         ("user", TrustClass::Trusted, 3),

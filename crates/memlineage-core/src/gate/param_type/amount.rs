@@ -9,7 +9,7 @@
 //! appear the last one is the decimal separator (`1,000.50`, `1.000,50`). Anything else (`1.2.3`,
 //! `12,34,567`) is not an amount.
 
-use super::scan::{Span, alnum_before, digit_at, digits_end, is_alnum, overlaps};
+use super::scan::{Span, alnum_before, digit_at, digits_end};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
@@ -116,10 +116,9 @@ impl Amount {
 }
 
 impl Amount {
-    /// A cheap necessary condition for this amount to occur in `text`: every written form
-    /// holds the last (up to three) digits of the integer part contiguously (`1,250.00` holds
-    /// `250`, `98,70` holds `98`).
-    pub(crate) fn may_occur_in(&self, text: &str) -> bool {
+    /// The last (up to three) digits of the integer part, right-aligned in the buffer, and
+    /// how many there are.
+    fn int_tail(&self) -> ([u8; 3], usize) {
         let (_, m, s) = self.canonical();
         let mut int = m;
         for _ in 0..s {
@@ -135,7 +134,7 @@ impl Amount {
                 break;
             }
         }
-        std::str::from_utf8(&buf[3 - len..]).is_ok_and(|needle| text.contains(needle))
+        (buf, len)
     }
 }
 
@@ -178,8 +177,8 @@ const SYMBOLS: [char; 8] = ['$', '€', '£', '¥', '₹', '₩', '₽', '₣'];
 /// Currency codes recognised when glued to the number (`EUR98.70`); any three upper-case
 /// letters are accepted when separated from it (`EUR 98.70`, `98.70 EUR`).
 const GLUED_CODES: [&[u8; 3]; 20] = [
-    b"EUR", b"USD", b"GBP", b"CHF", b"JPY", b"CNY", b"CAD", b"AUD", b"NZD", b"SEK", b"NOK",
-    b"DKK", b"PLN", b"CZK", b"HUF", b"INR", b"BRL", b"MXN", b"ZAR", b"HKD",
+    b"EUR", b"USD", b"GBP", b"CHF", b"JPY", b"CNY", b"CAD", b"AUD", b"NZD", b"SEK", b"NOK", b"DKK",
+    b"PLN", b"CZK", b"HUF", b"INR", b"BRL", b"MXN", b"ZAR", b"HKD",
 ];
 
 fn is_code(b: &[u8]) -> bool {
@@ -314,35 +313,131 @@ fn interpret(b: &[u8], groups: &[Span], seps: &[u8]) -> Option<(u128, u32)> {
     (scale <= MAX_SCALE).then_some((m, scale))
 }
 
-/// Spans of `text` that hold IBANs, dates, URLs or e-mail addresses: their digits are not
-/// amounts.
-fn masks(text: &str) -> Vec<Span> {
-    let mut spans = Vec::new();
-    let _ = super::iban::for_each(text, |s, e, _| {
-        spans.push((s, e));
-        ControlFlow::Continue(())
-    });
-    let _ = super::date::for_each(text, |s, e, _| {
-        spans.push((s, e));
-        ControlFlow::Continue(())
-    });
-    let _ = super::url::for_each_span(text, |s, e| {
-        spans.push((s, e));
-        ControlFlow::Continue(())
-    });
-    let _ = super::email::for_each_span(text, |s, e| {
-        spans.push((s, e));
-        ControlFlow::Continue(())
-    });
-    spans
+/// How far around a number [`masked`] looks for an IBAN or a date holding it.
+const MASK_WINDOW: usize = 48;
+/// How far around a number [`masked`] looks for the URL or e-mail address holding it.
+const TOKEN_REACH: usize = 256;
+
+fn is_ws(c: u8) -> bool {
+    c.is_ascii_whitespace()
+}
+
+/// Moves `i` back to just after ASCII white space, but not below `floor`; then forward to a
+/// character boundary.
+fn back_to_token_start(text: &str, mut i: usize, floor: usize) -> usize {
+    let b = text.as_bytes();
+    while i > floor && !is_ws(b[i - 1]) {
+        i -= 1;
+    }
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Moves `i` forward to ASCII white space, but not above `ceil`; then back to a character
+/// boundary.
+fn on_to_token_end(text: &str, mut i: usize, ceil: usize) -> usize {
+    let b = text.as_bytes();
+    while i < ceil && !is_ws(b[i]) {
+        i += 1;
+    }
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Whether the number at `s..e` lies inside an IBAN, a date, a URL or an e-mail address, as
+/// found around it: IBANs and dates within [`MASK_WINDOW`] bytes (widened to white space),
+/// URLs and addresses in the white-space delimited token holding the number (at most
+/// [`TOKEN_REACH`] bytes each way). Looking only near the number keeps the cost per number
+/// bounded, and makes the answer the same whether a text is scanned whole or around one hit.
+fn masked(text: &str, s: usize, e: usize) -> bool {
+    let n = text.len();
+    let overlap = |base: usize| {
+        move |a: usize, b: usize| {
+            if base + a < e && s < base + b {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    };
+    let ts = back_to_token_start(text, s, s.saturating_sub(TOKEN_REACH));
+    let te = on_to_token_end(text, e, (e + TOKEN_REACH).min(n));
+    let token = &text[ts..te];
+    if token.contains("://") && super::url::for_each_span(token, overlap(ts)).is_break() {
+        return true;
+    }
+    if token.contains('@') && super::email::for_each_span(token, overlap(ts)).is_break() {
+        return true;
+    }
+    let lo = s.saturating_sub(MASK_WINDOW);
+    let ws = back_to_token_start(text, lo, lo.saturating_sub(MASK_WINDOW));
+    let hi = (e + MASK_WINDOW).min(n);
+    let we = on_to_token_end(text, hi, (hi + MASK_WINDOW).min(n));
+    let window = &text[ws..we];
+    let ov = overlap(ws);
+    super::iban::for_each(window, |a, b, _| ov(a, b)).is_break()
+        || super::date::for_each(window, |a, b, _| ov(a, b)).is_break()
+}
+
+fn is_sep(c: u8) -> bool {
+    c == b',' || c == b'.'
+}
+
+/// The start of the numeric run (digits, single `,` or `.` between digits) holding the digit
+/// at `p`.
+fn run_start(b: &[u8], p: usize) -> usize {
+    let mut q = p;
+    while q > 0 && (b[q - 1].is_ascii_digit() || (is_sep(b[q - 1]) && q >= 2 && b[q - 2].is_ascii_digit())) {
+        q -= 1;
+    }
+    q
+}
+
+/// The amount whose numeric run starts at `q`, if the run is one (see [`for_each`]) and `keep`
+/// accepts it: its span (with the sign) and value; and where the run ends either way.
+fn amount_at(
+    text: &str,
+    q: usize,
+    keep: impl Fn(&Amount) -> bool,
+) -> (Option<(usize, usize, Amount)>, usize) {
+    let b = text.as_bytes();
+    let (value, end) = scan_number(b, q);
+    let glued = alnum_before(b, q);
+    if glued
+        && !(q >= 3
+            && GLUED_CODES.iter().any(|c| b[q - 3..q] == c[..])
+            && !alnum_before(b, q - 3))
+    {
+        return (None, end);
+    }
+    let Some((mantissa, scale)) = value else {
+        return (None, end);
+    };
+    let time = (b.get(end) == Some(&b':') && digit_at(b, end + 1))
+        || (q >= 2 && b[q - 1] == b':' && b[q - 2].is_ascii_digit());
+    if time {
+        return (None, end);
+    }
+    let negative = !glued && q > 0 && b[q - 1] == b'-' && !alnum_before(b, q - 1);
+    let s = if negative { q - 1 } else { q };
+    match Amount::new(negative, mantissa, scale) {
+        Some(a) if keep(&a) && !masked(text, s, end) => (Some((s, end, a)), end),
+        _ => (None, end),
+    }
 }
 
 /// Calls `f(start, end, amount)` for every amount in `text`.
 ///
-/// A number counts when it is not glued to a letter before it (`GB29`, `x2`), except after a
-/// common three-letter currency code (`EUR98.70`); when it is not part of a time (`10:30`);
-/// and when it does not lie inside an IBAN, a date, a URL or an e-mail address. A `-` directly
-/// before it, itself not after a letter or digit, makes it negative.
+/// Every maximal run of digits with single `,` or `.` between them is read as a number (see
+/// the module documentation). It counts as an amount when it is not glued to a letter before it
+/// (`GB29`, `x2`), except after a common three-letter currency code (`EUR98.70`); when it is
+/// not part of a time (`10:30`); and when it does not lie inside an IBAN, a date, a URL or an
+/// e-mail address (see [`masked`]). A `-` directly before it, itself not after a letter or
+/// digit, makes it negative.
 pub(crate) fn for_each(
     text: &str,
     mut f: impl FnMut(usize, usize, Amount) -> ControlFlow<()>,
@@ -351,51 +446,35 @@ pub(crate) fn for_each(
     if !super::scan::has_digit(b) {
         return ControlFlow::Continue(());
     }
-    let n = b.len();
-    let mut masked: Option<Vec<Span>> = None;
     let mut i = 0;
-    while i < n {
-        let c = b[i];
-        if !is_alnum(c) {
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
             i += 1;
             continue;
         }
-        let start = if c.is_ascii_digit() && !alnum_before(b, i) {
-            i
-        } else if c.is_ascii_uppercase()
-            && !alnum_before(b, i)
-            && i + 3 < n
-            && GLUED_CODES.iter().any(|c| b[i..i + 3] == c[..])
-            && b[i + 3].is_ascii_digit()
-        {
-            i + 3
-        } else {
-            i = super::scan::alnum_end(b, i);
-            continue;
-        };
-        let via_code = start != i;
-        let (value, end) = scan_number(b, start);
-        i = end;
-        let Some((mantissa, scale)) = value else {
-            continue;
-        };
-        let time = (b.get(end) == Some(&b':') && digit_at(b, end + 1))
-            || (start >= 2 && b[start - 1] == b':' && b[start - 2].is_ascii_digit());
-        if time {
-            continue;
+        let (found, end) = amount_at(text, run_start(b, i), |_| true);
+        if let Some((s, e, a)) = found {
+            f(s, e, a)?;
         }
-        let negative =
-            !via_code && start > 0 && b[start - 1] == b'-' && !alnum_before(b, start - 1);
-        let s = if negative { start - 1 } else { start };
-        let spans = masked.get_or_insert_with(|| masks(text));
-        if overlaps(spans, s, end) {
-            continue;
-        }
-        if let Some(a) = Amount::new(negative, mantissa, scale) {
-            f(s, end, a)?;
-        }
+        i = end.max(i + 1);
     }
     ControlFlow::Continue(())
+}
+
+/// Whether `want` is one of the amounts [`for_each`] finds in `text`. Only the numeric runs
+/// holding the last digits of `want`'s integer part are read (every written form of an amount
+/// holds them contiguously: `1,250.00` holds `250`, `98,70` holds `98`).
+pub(crate) fn occurs(want: &Amount, text: &str) -> bool {
+    let (buf, len) = want.int_tail();
+    let Ok(needle) = std::str::from_utf8(&buf[3 - len..]) else {
+        return false;
+    };
+    if !text.contains(needle) {
+        return false;
+    }
+    let b = text.as_bytes();
+    text.match_indices(needle)
+        .any(|(p, _)| amount_at(text, run_start(b, p), |a| a == want).0.is_some())
 }
 
 #[cfg(test)]

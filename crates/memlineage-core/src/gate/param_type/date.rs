@@ -113,10 +113,6 @@ const MONTHS: [&str; 12] = [
 
 /// A month name at `i`: full, three-letter, or `sept`; an optional `.` after it.
 fn month_at(b: &[u8], i: usize) -> Option<(u32, usize)> {
-    // Every month name starts with one of these letters: a cheap first test.
-    if !matches!(b.get(i).map(u8::to_ascii_lowercase), Some(b'j' | b'f' | b'm' | b'a' | b's' | b'o' | b'n' | b'd')) {
-        return None;
-    }
     let mut e = i;
     while e < b.len() && b[e].is_ascii_alphabetic() {
         e += 1;
@@ -125,14 +121,35 @@ fn month_at(b: &[u8], i: usize) -> Option<(u32, usize)> {
     if !(3..=9).contains(&word.len()) || alnum_at(b, e) {
         return None;
     }
-    let m = MONTHS.iter().position(|name| {
-        let name = name.as_bytes();
-        word.eq_ignore_ascii_case(name)
-            || word.eq_ignore_ascii_case(&name[..3])
-            || (name.starts_with(b"sept") && word.eq_ignore_ascii_case(b"sept"))
-    })?;
+    let prefix = [
+        word[0].to_ascii_lowercase(),
+        word[1].to_ascii_lowercase(),
+        word[2].to_ascii_lowercase(),
+    ];
+    let m = match &prefix {
+        b"jan" => 1,
+        b"feb" => 2,
+        b"mar" => 3,
+        b"apr" => 4,
+        b"may" => 5,
+        b"jun" => 6,
+        b"jul" => 7,
+        b"aug" => 8,
+        b"sep" => 9,
+        b"oct" => 10,
+        b"nov" => 11,
+        b"dec" => 12,
+        _ => return None,
+    };
+    let full = MONTHS[m - 1].as_bytes();
+    if !(word.len() == 3
+        || word.eq_ignore_ascii_case(full)
+        || (m == 9 && word.eq_ignore_ascii_case(b"sept")))
+    {
+        return None;
+    }
     let e = if b.get(e) == Some(&b'.') { e + 1 } else { e };
-    Some((m as u32 + 1, e))
+    Some((m as u32, e))
 }
 
 /// After a day number: skips `st`, `nd`, `rd` or `th`.
@@ -213,6 +230,17 @@ pub(crate) fn parse_at(b: &[u8], i: usize) -> Option<(Reading, usize)> {
         let (month, e) = month_at(b, k)?;
         let (year, end) = year_after(b, e)?;
         return Date::new(year, month, day).map(|d| (Reading::One(d), end));
+    }
+    // A month name must be followed by blanks and a day: test that before the name itself.
+    let mut after = i;
+    while after < n && b[after].is_ascii_alphabetic() {
+        after += 1;
+    }
+    if b.get(after) == Some(&b'.') {
+        after += 1;
+    }
+    if !digit_at(b, blanks_end(b, after)) {
+        return None;
     }
     let (month, e) = month_at(b, i)?;
     let k = blanks_end(b, e);

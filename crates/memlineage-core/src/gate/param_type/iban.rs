@@ -41,39 +41,45 @@ pub(crate) fn normalise(s: &str) -> Option<String> {
 
 /// Whether the normalised IBAN `iban` occurs in `text`.
 ///
-/// Letters compare case-insensitively; a single space or hyphen may stand between any two
+/// Letters compare case-insensitively; after the first four characters (country code and
+/// check digits, always written together) a single space or hyphen may stand between any two
 /// characters (`GB29 NWBK 6016 …`, `GB29-NWBK-…`); the occurrence must not be part of a longer
 /// run of letters and digits.
 pub(crate) fn occurs(iban: &str, text: &str) -> bool {
     let want = iban.as_bytes();
     let b = text.as_bytes();
-    let Some(&first) = want.first() else {
-        return false;
-    };
-    if !has_digit(b) {
+    if want.len() < 4 {
         return false;
     }
-    let first_lower = first.to_ascii_lowercase();
     let n = b.len();
-    for (i, &c) in b.iter().enumerate() {
-        if c.to_ascii_lowercase() != first_lower || alnum_before(b, i) {
+    // The check digits are two ASCII digits, so a plain (vectorised) substring search finds
+    // every place the IBAN could start.
+    let Ok(check) = std::str::from_utf8(&want[2..4]) else {
+        return false;
+    };
+    'candidates: for (p, _) in text.match_indices(check) {
+        if p < 2 {
             continue;
         }
-        let (mut j, mut k) = (i, 0);
+        let i = p - 2;
+        if alnum_before(b, i) || !b[i..p].eq_ignore_ascii_case(&want[..2]) {
+            continue;
+        }
+        let (mut j, mut k) = (p + 2, 4);
         loop {
             if k == want.len() {
                 if !alnum_at(b, j) {
                     return true;
                 }
-                break;
+                continue 'candidates;
             }
             if j < n && b[j].to_ascii_uppercase() == want[k] {
                 j += 1;
                 k += 1;
-            } else if k > 0 && j < n && (b[j] == b' ' || b[j] == b'-') && alnum_at(b, j + 1) {
+            } else if j < n && (b[j] == b' ' || b[j] == b'-') && alnum_at(b, j + 1) {
                 j += 1;
             } else {
-                break;
+                continue 'candidates;
             }
         }
     }

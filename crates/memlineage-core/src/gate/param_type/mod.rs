@@ -290,15 +290,7 @@ impl ParamType {
     pub(crate) fn occurs_with(&self, v: &NormValue, text: &str, scratch: &mut String) -> bool {
         match (self, v) {
             (ParamType::Iban, NormValue::Iban(s)) => iban::occurs(s, text),
-            (ParamType::Amount, NormValue::Amount(want)) if !want.may_occur_in(text) => false,
-            (ParamType::Amount, NormValue::Amount(want)) => amount::for_each(text, |_, _, a| {
-                if a == *want {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
-            .is_break(),
+            (ParamType::Amount, NormValue::Amount(want)) => amount::occurs(want, text),
             (ParamType::Date, NormValue::Date(want)) if !want.may_occur_in(text) => false,
             (ParamType::Date, NormValue::Date(want)) => date::for_each(text, |_, _, r| {
                 let hit = match r {

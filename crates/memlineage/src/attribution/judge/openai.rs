@@ -175,9 +175,7 @@ impl JudgeBackend for OpenAiJudge {
         let mut req = self.agent.post(&url).header("Accept", "application/json");
         if let Some(var) = &self.config.api_key_env {
             let key = std::env::var(var).map_err(|_| {
-                AttributionError::Config(format!(
-                    "the judge's API key variable {var} is not set"
-                ))
+                AttributionError::Config(format!("the judge's API key variable {var} is not set"))
             })?;
             req = req.header("Authorization", &format!("Bearer {key}"));
         }

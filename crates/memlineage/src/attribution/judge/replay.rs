@@ -129,6 +129,31 @@ impl ReplayJudge {
         )
     }
 
+    /// Replays a file with no backend, as the one model that recorded it (an error when the
+    /// file is empty or mixes replies of several models).
+    pub fn replay_file(path: impl AsRef<Path>) -> Result<ReplayJudge, AttributionError> {
+        let path = path.as_ref();
+        let f = File::open(path).map_err(|source| AttributionError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let map = load(f, path)?;
+        let mut models: Vec<&str> = map.values().map(|r| r.model.as_str()).collect();
+        models.sort_unstable();
+        models.dedup();
+        match models.as_slice() {
+            [one] => Self::replay_only(one, path),
+            _ => Err(AttributionError::ReplayFormat {
+                path: path.display().to_string(),
+                line: 0,
+                message: format!(
+                    "expected replies of exactly one model, found {}",
+                    models.len()
+                ),
+            }),
+        }
+    }
+
     fn open(
         inner: Option<Box<dyn JudgeBackend>>,
         model_id: String,

@@ -1,0 +1,289 @@
+//! Protocol test of the OpenAI-compatible judge client against a tiny HTTP server on
+//! 127.0.0.1 (std only). The server answers a bounded number of requests, gives up after a
+//! few seconds, and stops by itself.
+#![cfg(feature = "openai")]
+
+use memlineage::attribution::judge::envelope::SYSTEM_PROMPT;
+use memlineage::attribution::judge::openai::{OpenAiConfig, OpenAiJudge};
+use memlineage::attribution::{Attributor, JudgeBackend, LmSelfEval, ParentText};
+use memlineage_core::label::Weight;
+use memlineage_core::{EntryId, Hash256};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One request as the server saw it.
+#[derive(Debug)]
+struct Seen {
+    request_line: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Serves at most `max` requests within 10 s; `respond` maps a request to (status, body).
+fn serve(
+    max: usize,
+    respond: impl Fn(&Seen) -> (u16, String) + Send + 'static,
+) -> (String, mpsc::Receiver<Seen>, thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let handle = thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut served = 0;
+        while served < max && Instant::now() < deadline {
+            let (stream, _) = match listener.accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                Err(_) => break,
+            };
+            served += 1;
+            stream.set_nonblocking(false).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            let mut headers = Vec::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':') {
+                    headers.push((k.trim().to_string(), v.trim().to_string()));
+                }
+            }
+            let len: usize = headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0u8; len.min(1 << 20)];
+            let _ = reader.read_exact(&mut body);
+            let seen = Seen {
+                request_line: request_line.trim_end().to_string(),
+                headers,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            };
+            let (status, text) = respond(&seen);
+            let mut out = stream;
+            let _ = write!(
+                out,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = out.flush();
+            let _ = tx.send(seen);
+        }
+    });
+    (format!("http://{addr}/v1"), rx, handle)
+}
+
+fn completion(content: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    })
+    .to_string()
+}
+
+/// Reads the envelope ids out of a request body and answers 0.75 for the first, 0 for the rest.
+fn judge_reply(seen: &Seen) -> (u16, String) {
+    let body: serde_json::Value = serde_json::from_str(&seen.body).unwrap();
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    let env: serde_json::Value = serde_json::from_str(user).unwrap();
+    let ids: Vec<&str> = env["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let weights: serde_json::Map<String, serde_json::Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            (
+                id.to_string(),
+                serde_json::json!(if i == 0 { 0.75 } else { 0.0 }),
+            )
+        })
+        .collect();
+    (
+        200,
+        completion(&serde_json::json!({ "weights": weights }).to_string()),
+    )
+}
+
+fn parents<'a>(texts: &[&'a str]) -> Vec<ParentText<'a>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ParentText {
+            id: EntryId(Hash256::of(&[i as u8])),
+            text: t,
+        })
+        .collect()
+}
+
+/// A variable that cargo sets for every test process.
+const KEY_VAR: &str = "CARGO_PKG_NAME";
+
+#[test]
+fn request_shape_and_reply() {
+    let (base, rx, handle) = serve(1, judge_reply);
+    let mut cfg = OpenAiConfig::new(&base, "judge-model-1", Some(KEY_VAR));
+    cfg.max_tokens = 77;
+    let backend = OpenAiJudge::new(cfg).unwrap();
+    assert_eq!(backend.model_id(), "openai:judge-model-1");
+    let lm = LmSelfEval::new(backend);
+    assert_eq!(lm.name(), "lm-self-eval:openai:judge-model-1");
+    let a = lm
+        .attribute_detailed("child text", &parents(&["source", "distractor"]))
+        .unwrap();
+    let key = std::env::var(KEY_VAR);
+    let seen = rx.recv_timeout(Duration::from_secs(10));
+    handle.join().unwrap();
+    let Ok(key) = key else {
+        // Run outside cargo: the key variable is missing, which must fail closed.
+        assert!(a.fell_back());
+        return;
+    };
+    let seen = seen.unwrap();
+    assert!(!a.fell_back(), "{:?}", a.fell_back);
+    assert_eq!(
+        a.weights,
+        vec![Weight::from_bp(7500).unwrap(), Weight::ZERO]
+    );
+
+    assert_eq!(seen.request_line, "POST /v1/chat/completions HTTP/1.1");
+    assert_eq!(
+        seen.header("authorization"),
+        Some(format!("Bearer {key}").as_str())
+    );
+    assert!(
+        seen.header("content-type")
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let body: serde_json::Value = serde_json::from_str(&seen.body).unwrap();
+    assert_eq!(body["model"], "judge-model-1");
+    assert_eq!(body["temperature"], 0);
+    assert_eq!(body["max_tokens"], 77);
+    assert!(body.get("response_format").is_none());
+    let msgs = body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[0]["role"], "system");
+    assert_eq!(msgs[0]["content"], SYSTEM_PROMPT);
+    assert_eq!(msgs[1]["role"], "user");
+    let env: serde_json::Value =
+        serde_json::from_str(msgs[1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(env["child"]["text"], "child text");
+    assert_eq!(env["parents"][1]["text"], "distractor");
+}
+
+#[test]
+fn json_mode_and_no_key() {
+    let (base, rx, handle) = serve(1, |_| (200, completion("{\"weights\": {}}")));
+    let mut cfg = OpenAiConfig::new(&format!("{base}/"), "m", None);
+    cfg.json_mode = true;
+    let backend = OpenAiJudge::new(cfg).unwrap();
+    let reply = backend.complete("s", "u").unwrap();
+    assert_eq!(reply, "{\"weights\": {}}");
+    let seen = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    handle.join().unwrap();
+    assert_eq!(seen.request_line, "POST /v1/chat/completions HTTP/1.1");
+    assert_eq!(seen.header("authorization"), None);
+    let body: serde_json::Value = serde_json::from_str(&seen.body).unwrap();
+    assert_eq!(body["response_format"]["type"], "json_object");
+}
+
+#[test]
+fn server_errors_fail_closed() {
+    let cases: Vec<(u16, String, &str)> = vec![
+        (500, "{\"error\": \"overloaded\"}".into(), "HTTP 500"),
+        (401, "{\"error\": \"bad key\"}".into(), "HTTP 401"),
+        (200, "{\"choices\": []}".into(), "choices[0]"),
+        (200, "<html>proxy</html>".into(), "not a chat completion"),
+        (200, completion("Sure! Parent one matters."), "rejected"),
+    ];
+    for (status, body, why) in cases {
+        let (base, _rx, handle) = serve(1, move |_| (status, body.clone()));
+        let lm = LmSelfEval::new(OpenAiJudge::new(OpenAiConfig::new(&base, "m", None)).unwrap());
+        let a = lm.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
+        handle.join().unwrap();
+        assert_eq!(a.weights, vec![Weight::ONE; 2]);
+        let reason = a.fell_back.expect("fell back").reason;
+        assert!(reason.contains(why), "{reason:?} lacks {why:?}");
+    }
+}
+
+#[test]
+fn missing_key_and_unreachable_server_fail_closed() {
+    let cfg = OpenAiConfig::new(
+        "http://127.0.0.1:9/v1",
+        "m",
+        Some("MEMLINEAGE_TEST_SURELY_UNSET_KEY_VARIABLE"),
+    );
+    let lm = LmSelfEval::new(OpenAiJudge::new(cfg).unwrap());
+    let a = lm.attribute_detailed("c", &parents(&["a"])).unwrap();
+    assert_eq!(a.weights, vec![Weight::ONE]);
+    assert!(
+        a.fell_back
+            .unwrap()
+            .reason
+            .contains("MEMLINEAGE_TEST_SURELY_UNSET_KEY_VARIABLE")
+    );
+
+    // A port nothing listens on (bound, then closed).
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cfg = OpenAiConfig::new(&format!("http://127.0.0.1:{port}/v1"), "m", None);
+    cfg.timeout_s = 2;
+    let lm = LmSelfEval::new(OpenAiJudge::new(cfg).unwrap());
+    let a = lm.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
+    assert_eq!(a.weights, vec![Weight::ONE; 2]);
+    assert!(a.fell_back.is_some());
+}
+
+#[test]
+fn config_is_checked_and_deserialises() {
+    assert!(OpenAiJudge::new(OpenAiConfig::new("ftp://x", "m", None)).is_err());
+    let cfg: OpenAiConfig = serde_json::from_str(
+        r#"{"base_url": "https://judge.invalid/v1", "model": "m", "api_key_env": "MY_KEY"}"#,
+    )
+    .unwrap();
+    assert_eq!(cfg.api_key_env.as_deref(), Some("MY_KEY"));
+    assert_eq!(cfg.max_tokens, 512);
+    // The key itself is never configuration.
+    assert!(
+        serde_json::from_str::<OpenAiConfig>(r#"{"base_url": "x", "model": "m", "api_key": "sk"}"#)
+            .is_err()
+    );
+}
