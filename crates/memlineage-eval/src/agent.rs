@@ -71,13 +71,15 @@ impl Item {
         Some(Item::from_entry(&entry, stored.index, label, text))
     }
 
-    /// `{"id": short, "label": …, "writer": …, "kind": …}`.
+    /// `"SHORT_ID LABEL writer/kind"`: compact, so the episode log stays small.
     pub(crate) fn json(&self) -> Json {
-        Json::obj()
-            .with("id", Json::str(self.id.short()))
-            .with("kind", Json::str(self.kind.as_str()))
-            .with("label", Json::str(self.label.as_str()))
-            .with("writer", Json::str(self.writer.clone()))
+        Json::str(format!(
+            "{} {} {}/{}",
+            self.id.short(),
+            self.label.as_str(),
+            self.writer,
+            self.kind.as_str()
+        ))
     }
 
     fn rendered(&self) -> RenderedEntry {

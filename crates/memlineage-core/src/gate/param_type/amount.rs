@@ -391,7 +391,9 @@ fn is_sep(c: u8) -> bool {
 /// at `p`.
 fn run_start(b: &[u8], p: usize) -> usize {
     let mut q = p;
-    while q > 0 && (b[q - 1].is_ascii_digit() || (is_sep(b[q - 1]) && q >= 2 && b[q - 2].is_ascii_digit())) {
+    while q > 0
+        && (b[q - 1].is_ascii_digit() || (is_sep(b[q - 1]) && q >= 2 && b[q - 2].is_ascii_digit()))
+    {
         q -= 1;
     }
     q
@@ -408,9 +410,7 @@ fn amount_at(
     let (value, end) = scan_number(b, q);
     let glued = alnum_before(b, q);
     if glued
-        && !(q >= 3
-            && GLUED_CODES.iter().any(|c| b[q - 3..q] == c[..])
-            && !alnum_before(b, q - 3))
+        && !(q >= 3 && GLUED_CODES.iter().any(|c| b[q - 3..q] == c[..]) && !alnum_before(b, q - 3))
     {
         return (None, end);
     }

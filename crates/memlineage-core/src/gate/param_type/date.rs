@@ -273,9 +273,25 @@ pub(crate) fn for_each(
     }
     let mut i = 0;
     while i < b.len() {
-        if !is_alnum(b[i]) {
+        let c = b[i];
+        if !is_alnum(c) {
             i += 1;
             continue;
+        }
+        if c.is_ascii_alphabetic() {
+            // A word starts a date only as a month name followed by blanks and a digit: test
+            // what follows the word before reading the word.
+            let end = alnum_end(b, i);
+            let after = if b.get(end) == Some(&b'.') {
+                end + 1
+            } else {
+                end
+            };
+            let k = blanks_end(b, after);
+            if k == after || !digit_at(b, k) {
+                i = end;
+                continue;
+            }
         }
         match parse_at(b, i) {
             Some((r, e)) => {

@@ -57,6 +57,9 @@ pub(crate) fn occurs(iban: &str, text: &str) -> bool {
     let Ok(check) = std::str::from_utf8(&want[2..4]) else {
         return false;
     };
+    if !text.contains(check) {
+        return false;
+    }
     'candidates: for (p, _) in text.match_indices(check) {
         if p < 2 {
             continue;

@@ -74,9 +74,3 @@ pub(crate) fn has_digit(bytes: &[u8]) -> bool {
 
 /// A half-open byte range of a text.
 pub(crate) type Span = (usize, usize);
-
-/// Whether `(s, e)` overlaps any span of `spans`.
-#[inline]
-pub(crate) fn overlaps(spans: &[Span], s: usize, e: usize) -> bool {
-    spans.iter().any(|&(a, b)| s < b && a < e)
-}

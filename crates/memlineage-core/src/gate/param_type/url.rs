@@ -11,6 +11,9 @@
 
 use std::ops::ControlFlow;
 
+/// Longest URL read from a text, in bytes (keeps the scan linear on hostile input).
+const MAX_URL: usize = 4096;
+
 fn scheme_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')
 }
@@ -35,6 +38,9 @@ pub(crate) fn for_each_span(
     text: &str,
     mut f: impl FnMut(usize, usize) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
+    if !text.contains("://") {
+        return ControlFlow::Continue(());
+    }
     let b = text.as_bytes();
     for (p, _) in text.match_indices("://") {
         let mut s = p;
@@ -47,24 +53,23 @@ pub(crate) fn for_each_span(
         if s == p {
             continue;
         }
+        let limit = p + 3 + MAX_URL;
         let mut e = p + 3;
         for (k, c) in text[p + 3..].char_indices() {
-            if stop(c) {
+            if stop(c) || p + 3 + k >= limit {
                 break;
             }
             e = p + 3 + k + c.len_utf8();
         }
+        let count = |c: u8| b[s..e].iter().filter(|&&x| x == c).count();
+        let (open_paren, mut close_paren) = (count(b'('), count(b')'));
+        let (open_bracket, mut close_bracket) = (count(b'['), count(b']'));
         while e > p + 3 {
-            let url = &b[s..e];
-            let count = |c: u8| url.iter().filter(|&&x| x == c).count();
-            let trim = match b[e - 1] {
-                b'.' | b',' | b';' | b':' | b'!' | b'?' | b'\'' | b'*' => true,
-                b')' => count(b'(') < count(b')'),
-                b']' => count(b'[') < count(b']'),
-                _ => false,
-            };
-            if !trim {
-                break;
+            match b[e - 1] {
+                b'.' | b',' | b';' | b':' | b'!' | b'?' | b'\'' | b'*' => {}
+                b')' if open_paren < close_paren => close_paren -= 1,
+                b']' if open_bracket < close_bracket => close_bracket -= 1,
+                _ => break,
             }
             e -= 1;
         }

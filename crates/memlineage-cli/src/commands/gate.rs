@@ -1,0 +1,116 @@
+//! `memlineage gate`: decide whether a tool call may be dispatched (M6).
+
+use super::{IdArg, open, parse_id, parse_name, parse_scope, resolve_id};
+use crate::Ctx;
+use crate::output::{CliError, Outcome};
+use clap::Args;
+use memlineage::GateRequest;
+use memlineage_core::entry::Scope;
+use memlineage_core::gate::{Decision, Mode, Policy, ToolCall};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Exit code of `gate` when the call is denied (in enforce mode).
+pub const EXIT_DENIED: u8 = 3;
+
+/// `memlineage gate`.
+#[derive(Args, Debug)]
+pub struct GateArgs {
+    /// The policy file (TOML).
+    #[arg(long)]
+    policy: PathBuf,
+    /// The tool call as JSON (OpenAI style: `{"name": …, "arguments": {…}}`), or `-` for stdin.
+    #[arg(long)]
+    call: String,
+    /// The entries in the prompt, including the user's request (ids or prefixes).
+    #[arg(long, num_args = 1.., value_parser = parse_id, required = true)]
+    context: Vec<IdArg>,
+    /// Explicit citation `PARAM=ID` (repeatable).
+    #[arg(long = "cite", value_name = "PARAM=ID")]
+    cite: Vec<String>,
+    /// Try authority repair when the call would be denied.
+    #[arg(long)]
+    repair: bool,
+    /// Query for repair candidates from the store (default: the first context entry's text).
+    #[arg(long)]
+    repair_query: Option<String>,
+    /// Scope for the repair retrieval.
+    #[arg(long, value_parser = parse_scope)]
+    scope: Option<Scope>,
+    /// The principal that signs the decision record (default: agent).
+    #[arg(long = "as", value_name = "PRINCIPAL", value_parser = parse_name, default_value = "agent")]
+    recorder: String,
+}
+
+/// Runs `gate`.
+pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
+    let policy_text = std::fs::read_to_string(&a.policy).map_err(|e| {
+        CliError::usage(format!("cannot read the policy {}: {e}", a.policy.display()))
+    })?;
+    let policy = Policy::parse(&policy_text)
+        .map_err(|e| CliError::usage(format!("{}: {e}", a.policy.display())))?;
+    let call_text = if a.call == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        a.call.clone()
+    };
+    let call = ToolCall::from_openai_json(&call_text)
+        .map_err(|e| CliError::usage(format!("--call: {e}")))?;
+    let mem = open(&ctx.paths)?;
+    let mut context = Vec::with_capacity(a.context.len());
+    for c in &a.context {
+        context.push(resolve_id(&mem, c)?);
+    }
+    let mut citations: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    for c in &a.cite {
+        let (param, id) = c
+            .split_once('=')
+            .ok_or_else(|| CliError::usage(format!("--cite `{c}`: expected PARAM=ID")))?;
+        let id = resolve_id(&mem, &parse_id(id).map_err(CliError::usage)?)?;
+        citations.entry(param.to_string()).or_default().push(id);
+    }
+    let repair_query = match (&a.repair_query, a.repair) {
+        (Some(q), _) => Some(q.clone()),
+        (None, true) => context
+            .first()
+            .map(|id| mem.get(id).map(|v| v.text().unwrap_or_default()))
+            .transpose()?,
+        (None, false) => None,
+    };
+    let mut req = GateRequest::new(call, context, &a.recorder);
+    req.citations = citations;
+    req.repair = a.repair;
+    req.repair_query = repair_query;
+    req.scope = a.scope.unwrap_or_default();
+    let out = mem.gate(&policy, &req)?;
+    let d = &out.decision;
+    let mut json = serde_json::to_value(d).map_err(|e| CliError::failed(e.to_string()))?;
+    json["record"] = serde_json::json!(out.record.id.to_hex());
+    let mut text = format!("decision: {}\n", d.decision.as_str());
+    for r in &d.reasons {
+        text.push_str(&format!("  {}: {}\n", r.param, r.message));
+    }
+    for r in &d.repairs {
+        text.push_str(&format!(
+            "  repaired {}: {} -> {} (from entry {})\n",
+            r.param,
+            r.old,
+            r.new,
+            r.source.short()
+        ));
+    }
+    if d.decision == Decision::Repair {
+        text.push_str(&format!(
+            "  arguments to dispatch: {}\n",
+            serde_json::Value::Object(d.arguments.clone())
+        ));
+    }
+    text.push_str(&format!("  logged as {}\n", out.record.id));
+    let denied = d.decision == Decision::Deny && policy.mode == Mode::Enforce;
+    Ok(Outcome {
+        json,
+        text,
+        code: if denied { EXIT_DENIED } else { 0 },
+        failure: denied.then(|| "the call is denied".to_string()),
+    })
+}
