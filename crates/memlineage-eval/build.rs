@@ -18,7 +18,9 @@ fn main() {
         })
         .unwrap_or_default();
     names.sort();
-    let mut out = String::from("/// Every workload file, `(path relative to scenarios/, text)`, sorted by name.\n");
+    let mut out = String::from(
+        "/// Every workload file, `(path relative to scenarios/, text)`, sorted by name.\n",
+    );
     out.push_str("pub(crate) const WORKLOAD_FILES: &[(&str, &str)] = &[\n");
     for n in &names {
         let path = wl.join(n);
@@ -30,7 +32,8 @@ fn main() {
         );
     }
     out.push_str("];\n");
-    let dest = Path::new(&std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("workloads.rs");
+    let dest =
+        Path::new(&std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("workloads.rs");
     if let Err(e) = std::fs::write(&dest, out) {
         panic!("writing {}: {e}", dest.display());
     }

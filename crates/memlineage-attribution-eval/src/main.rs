@@ -10,6 +10,8 @@
 //!   --scenario-algo NAME                    whose chain weights go to the eval harness
 //!                                           (default lm-self-eval)
 //!   --no-write                              print the table, write nothing
+//!   --cases ID,ID                           only these cases (implies --no-write)
+//!   --no-chain                              skip the ablation chain (implies --no-write)
 //!   --verbose                               print every case's weights
 //! ```
 //!
@@ -35,6 +37,8 @@ struct Args {
     scenario_algo: String,
     write: bool,
     verbose: bool,
+    cases: Vec<String>,
+    no_chain: bool,
 }
 
 fn root() -> PathBuf {
@@ -51,6 +55,8 @@ fn parse_args() -> Result<Args, String> {
         scenario_algo: "lm-self-eval".into(),
         write: true,
         verbose: false,
+        cases: Vec::new(),
+        no_chain: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -68,6 +74,17 @@ fn parse_args() -> Result<Args, String> {
             "--scenario-algo" => a.scenario_algo = val("--scenario-algo")?,
             "--no-write" => a.write = false,
             "--verbose" => a.verbose = true,
+            "--cases" => {
+                a.cases = val("--cases")?
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .collect();
+                a.write = false;
+            }
+            "--no-chain" => {
+                a.no_chain = true;
+                a.write = false;
+            }
             "-h" | "--help" => {
                 println!(
                     "usage: memlineage-attribution-eval [--algos coarse,lm-self-eval,attn-attr] \
@@ -254,8 +271,15 @@ fn main() {
 fn real_main() -> Result<(), EvalError> {
     let args = parse_args().map_err(EvalError::Run)?;
     let text = std::fs::read_to_string(&args.data).map_err(io(&args.data))?;
-    let ds = Dataset::parse(&text)?;
-    let chain = ablation_chain()?;
+    let mut ds = Dataset::parse(&text)?;
+    if !args.cases.is_empty() {
+        ds.case.retain(|c| args.cases.contains(&c.id));
+    }
+    let chain = if args.no_chain {
+        Vec::new()
+    } else {
+        ablation_chain()?
+    };
     let mut runs = Vec::new();
     let timed = |_: &str, _: &[&str], us: u64| us;
     for algo in &args.algos {

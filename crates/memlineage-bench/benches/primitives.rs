@@ -6,6 +6,7 @@ use ed25519_dalek::Signer;
 use memlineage_bench::fixtures::{
     gate_scenario, principal_key, signed_entries, tau, typical_body, typical_edges,
 };
+use memlineage_core::Hash256;
 use memlineage_core::canonical;
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::gate::{GateInput, decide};
@@ -13,7 +14,6 @@ use memlineage_core::keys::{self, BatchItem, Domain};
 use memlineage_core::label::{Fallback, TrustClass};
 use memlineage_core::merkle;
 use memlineage_core::trust::compute_label;
-use memlineage_core::Hash256;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -35,7 +35,9 @@ fn primitives(c: &mut Criterion) {
     c.bench_function("encode_body", |b| {
         b.iter(|| canonical::encode(&black_box(&body).to_value()).is_ok())
     });
-    let leaf = SignedEntry::sign(body.clone(), &key).expect("signs").to_leaf();
+    let leaf = SignedEntry::sign(body.clone(), &key)
+        .expect("signs")
+        .to_leaf();
     c.bench_function("decode_leaf_strict", |b| {
         b.iter(|| SignedEntry::from_leaf(black_box(&leaf)).is_ok())
     });
@@ -58,7 +60,14 @@ fn primitives(c: &mut Criterion) {
 
     let edges = typical_edges();
     c.bench_function("label_propagation", |b| {
-        b.iter(|| compute_label(TrustClass::Trusted, black_box(&edges), tau(), Fallback::Strict))
+        b.iter(|| {
+            compute_label(
+                TrustClass::Trusted,
+                black_box(&edges),
+                tau(),
+                Fallback::Strict,
+            )
+        })
     });
     let (policy, call, ctx) = gate_scenario().expect("gate scenario");
     let input = GateInput::new(&call, &ctx, tau());

@@ -13,7 +13,11 @@ fn write(c: &mut Criterion) {
 
     let dir = tempfile::Builder::new()
         .prefix("memlineage-bench-")
-        .tempdir_in(memlineage_bench::default_cache_dir().parent().unwrap_or(&std::env::temp_dir()))
+        .tempdir_in(
+            memlineage_bench::default_cache_dir()
+                .parent()
+                .unwrap_or(&std::env::temp_dir()),
+        )
         .or_else(|_| tempfile::tempdir())
         .expect("temp dir");
     let mut g = c.benchmark_group("durable_append");

@@ -22,7 +22,10 @@ fn main() {
             .cloned()
     };
     let mut progress = |line: &str| {
-        eprintln!("[{:>7.1} s] {line}", START.with(|s| s.elapsed().as_secs_f64()));
+        eprintln!(
+            "[{:>7.1} s] {line}",
+            START.with(|s| s.elapsed().as_secs_f64())
+        );
     };
     let quick = flag("--quick");
     let json = flag("--json");
@@ -32,11 +35,17 @@ fn main() {
             let out = value("--out").ok_or_else(|| bad("--out FILE"))?;
             let seed = value("--seed").and_then(|s| s.parse().ok()).unwrap_or(1);
             let g = generate_store(std::path::Path::new(&out), n, seed, &mut progress)?;
-            println!("{} entries in {:.1} s, {} bytes", g.entries, g.seconds, g.bytes);
+            println!(
+                "{} entries in {:.1} s, {} bytes",
+                g.entries, g.seconds, g.bytes
+            );
         } else if flag("--scale") {
             let report = scale(&ScaleOptions::new(quick), &mut progress)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                );
             } else {
                 println!("{}\n{}", report.machine, render_scale_table(&report));
             }
@@ -48,7 +57,10 @@ fn main() {
             let opts = BenchOptions::new(quick);
             let rows = run(&opts, &mut progress)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).unwrap_or_default()
+                );
             } else {
                 println!("{}\n{}", sys::machine(), render_table(&rows));
                 for r in &rows {

@@ -18,10 +18,10 @@ use ed25519_dalek::SigningKey;
 use memlineage::store::{NewRecord, Store, StoreRead};
 use memlineage::{Memory, Settings, SqliteStore, StepClock};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
-use memlineage_core::{canonical, keys};
 use memlineage_core::label::TrustLabel;
 use memlineage_core::trust::{ParentEdge, compute_label};
 use memlineage_core::{EntryId, Hash256};
+use memlineage_core::{canonical, keys};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -111,7 +111,10 @@ pub fn generate_store(
             };
             let mut ps: Vec<Parent> = parents
                 .iter()
-                .map(|((id, _), w)| Parent { id: *id, weight: *w })
+                .map(|((id, _), w)| Parent {
+                    id: *id,
+                    weight: *w,
+                })
                 .collect();
             EntryBody::normalise_parents(&mut ps);
             let label_of = |id: &EntryId| {
@@ -179,7 +182,9 @@ pub fn generate_store(
             })
             .collect();
         if records.iter().zip(&ids).any(|(r, id)| r.entry.id() != *id) {
-            return Err(BenchError::Core("an entry id changed when it was signed".into()));
+            return Err(BenchError::Core(
+                "an entry id changed when it was signed".into(),
+            ));
         }
         let mut guard = |_: &dyn StoreRead, _: u64, _: &[NewRecord]| Ok(Vec::new());
         let first = mem.store().append(&records, &mut guard)?;
@@ -190,7 +195,10 @@ pub fn generate_store(
             )));
         }
         if last_report.elapsed().as_secs_f64() > 2.0 || index == n {
-            progress(&format!("generating {}: {index}/{n} entries", path.display()));
+            progress(&format!(
+                "generating {}: {index}/{n} entries",
+                path.display()
+            ));
             last_report = Instant::now();
         }
     }
@@ -241,8 +249,9 @@ fn sign_all(
         handles
             .into_iter()
             .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(BenchError::Invalid("a signing thread panicked".into())))
+                h.join().unwrap_or_else(|_| {
+                    Err(BenchError::Invalid("a signing thread panicked".into()))
+                })
             })
             .collect()
     });
@@ -281,7 +290,10 @@ pub fn cached_store_path(cache_dir: &Path, n: u64, seed: u64) -> PathBuf {
 
 fn sidecars(path: &Path) -> [PathBuf; 2] {
     let s = path.as_os_str().to_string_lossy();
-    [PathBuf::from(format!("{s}-wal")), PathBuf::from(format!("{s}-shm"))]
+    [
+        PathBuf::from(format!("{s}-wal")),
+        PathBuf::from(format!("{s}-shm")),
+    ]
 }
 
 fn remove_store(path: &Path) -> Result<(), BenchError> {
@@ -325,7 +337,10 @@ pub fn cached_store(
                 reused: true,
             });
         }
-        progress(&format!("{} is incomplete: regenerating it", path.display()));
+        progress(&format!(
+            "{} is incomplete: regenerating it",
+            path.display()
+        ));
         remove_store(&path)?;
     }
     let partial = PathBuf::from(format!("{}.partial", path.display()));
@@ -359,12 +374,8 @@ mod tests {
         let report = mem.verify(&mut |_, _| {}).unwrap();
         assert!(report.ok(), "{:?}", report.problems);
         assert_eq!(report.checkpoint_size, Some(300));
-        let labels: std::collections::HashSet<_> = mem
-            .log(0, 300)
-            .unwrap()
-            .iter()
-            .map(|v| v.label)
-            .collect();
+        let labels: std::collections::HashSet<_> =
+            mem.log(0, 300).unwrap().iter().map(|v| v.label).collect();
         assert!(labels.len() >= 3, "{labels:?}");
         drop(mem);
         let again = cached_store(dir.path(), 300, 5, &mut |_| {}).unwrap();
@@ -380,7 +391,12 @@ mod tests {
         let b = generate_store(&dir.path().join("b"), 40, 9, &mut |_| {}).unwrap();
         let leaves = |p: &Path| {
             let mem = Memory::open(SqliteStore::open(p).unwrap()).unwrap();
-            let log: Vec<_> = mem.log(0, 40).unwrap().into_iter().map(|v| v.entry).collect();
+            let log: Vec<_> = mem
+                .log(0, 40)
+                .unwrap()
+                .into_iter()
+                .map(|v| v.entry)
+                .collect();
             (mem.root_at(40).unwrap(), log)
         };
         // The genesis record carries the wall-clock time (`Memory::init` takes no clock);

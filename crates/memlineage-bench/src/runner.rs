@@ -8,6 +8,7 @@ use crate::fixtures::{
 };
 use crate::generate::{self, REGISTRY_RECORDS, SCOPE};
 use crate::stats::{Budget, Stats, measure, summarize};
+use ed25519_dalek::Signer;
 use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
 use memlineage_core::canonical;
@@ -17,7 +18,6 @@ use memlineage_core::keys::{self, BatchItem, Domain};
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
 use memlineage_core::trust::{ParentEdge, compute_label};
 use memlineage_core::{EntryId, Hash256};
-use ed25519_dalek::Signer;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::hint::black_box;
@@ -119,6 +119,8 @@ pub struct BenchOptions {
     pub row_budget: Budget,
     /// Timed batches of the durable rows, for batch sizes 1, 16 and 256.
     pub durable_batches: [usize; 3],
+    /// Rows to run (names from [`ROW_NAMES`]); empty: all of them.
+    pub only: Vec<String>,
 }
 
 impl Default for BenchOptions {
@@ -142,6 +144,7 @@ impl BenchOptions {
                 retrieve_store_entries: 4096,
                 row_budget: Budget::new(300, 30, 5_000),
                 durable_batches: [150, 60, 12],
+                only: Vec::new(),
             }
         } else {
             BenchOptions {
@@ -154,6 +157,7 @@ impl BenchOptions {
                 retrieve_store_entries: 4096,
                 row_budget: Budget::new(2_000, 100, 50_000),
                 durable_batches: [1_000, 300, 60],
+                only: Vec::new(),
             }
         }
     }
@@ -170,6 +174,7 @@ impl BenchOptions {
             retrieve_store_entries: 300,
             row_budget: Budget::new(2, 3, 10),
             durable_batches: [3, 2, 1],
+            only: Vec::new(),
         }
     }
 
@@ -218,6 +223,7 @@ impl Target {
 /// Collects rows; fills ratios from baseline rows measured earlier in the same run.
 struct Rows {
     rows: Vec<BenchRow>,
+    only: Vec<String>,
 }
 
 struct RowSpec {
@@ -252,6 +258,10 @@ impl RowSpec {
 }
 
 impl Rows {
+    fn wants(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|n| n == name)
+    }
+
     fn median_of(&self, name: &str) -> Option<f64> {
         self.rows
             .iter()
@@ -306,39 +316,140 @@ fn scratch_dir(opts: &BenchOptions) -> Result<tempfile::TempDir, BenchError> {
         .map_err(|e| BenchError::io(&cache, e))
 }
 
-/// Runs every row in this process and returns them in [`ROW_NAMES`] order. `progress`
-/// receives a line before each row and while stores are generated.
+/// What every row step needs.
+struct Ctx<'a> {
+    opts: &'a BenchOptions,
+    budget: Budget,
+    seed: u64,
+    agent: ed25519_dalek::SigningKey,
+    body: memlineage_core::entry::EntryBody,
+    body_bytes: Vec<u8>,
+    msg: Vec<u8>,
+}
+
+impl Ctx<'_> {
+    fn msg_note(&self) -> String {
+        format!(
+            "{}-byte message (domain prefix + typical body)",
+            self.msg.len()
+        )
+    }
+}
+
+type Step = fn(&Ctx<'_>, &mut Rows, &mut dyn FnMut(&str)) -> Result<(), BenchError>;
+
+/// The steps of a run, each producing the rows it names.
+const STEPS: [(&[&str], Step); 16] = [
+    (&["raw_sign"], step_raw_sign),
+    (&["raw_verify"], step_raw_verify),
+    (&["raw_sha256_node"], step_raw_sha256_node),
+    (&["raw_fdatasync"], step_raw_fdatasync),
+    (&["encode_body"], step_encode_body),
+    (&["decode_leaf_strict"], step_decode_leaf),
+    (&["write_hot_path_mem"], step_write_hot_path),
+    (
+        &[
+            "durable_append_b1",
+            "durable_append_b16",
+            "durable_append_b256",
+        ],
+        step_durable,
+    ),
+    (&["entry_verify"], step_entry_verify),
+    (&["batch_verify_64"], step_batch_verify),
+    (&["label_propagation"], step_label),
+    (&["gate_decision"], step_gate),
+    (
+        &["retrieve_verify_render_8", "recall_verify_render_8"],
+        retrieval_rows,
+    ),
+    (&["inclusion_proof_gen"], step_inclusion),
+    (&["consistency_proof_gen"], step_consistency),
+    (&["verify_store"], verify_store_row),
+];
+
+/// Runs the rows in this process and returns them in [`ROW_NAMES`] order (all of them, or
+/// those [`BenchOptions::only`] names; a ratio needs its baseline row in the same run).
+/// `progress` receives each row's name before it is measured, and lines while stores are
+/// generated.
 pub fn run(
     opts: &BenchOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<BenchRow>, BenchError> {
-    let mut rows = Rows { rows: Vec::new() };
-    let budget = opts.row_budget;
+    if let Some(unknown) = opts.only.iter().find(|n| !ROW_NAMES.contains(&n.as_str())) {
+        return Err(BenchError::Invalid(format!(
+            "unknown row `{unknown}` (rows: {})",
+            ROW_NAMES.join(", ")
+        )));
+    }
     let seed = opts.seed;
     let agent = principal_key(seed, "agent");
-    let agent_pk = agent.verifying_key();
     let body = typical_body(seed, 0);
     let body_bytes = canonical::encode(&body.to_value()).map_err(BenchError::core)?;
     let msg = Domain::EntryV1.message(&body_bytes);
-    let msg_note = Some(format!("{}-byte message (domain prefix + typical body)", msg.len()));
+    let cx = Ctx {
+        opts,
+        budget: opts.row_budget,
+        seed,
+        agent,
+        body,
+        body_bytes,
+        msg,
+    };
+    let mut rows = Rows {
+        rows: Vec::new(),
+        only: opts.only.clone(),
+    };
+    for (names, step) in STEPS {
+        if names.iter().any(|n| rows.wants(n)) {
+            step(&cx, &mut rows, progress)?;
+        }
+    }
+    Ok(rows.rows)
+}
 
-    // Raw primitives.
+fn step_raw_sign(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("raw_sign");
-    let s = measure(&budget, || {
-        black_box(agent.sign(black_box(&msg)));
+    let s = measure(&cx.budget, || {
+        black_box(cx.agent.sign(black_box(&cx.msg)));
     });
-    rows.push(spec("raw_sign"), s, None, None, msg_note.clone());
+    rows.push(spec("raw_sign"), s, None, None, Some(cx.msg_note()));
+    Ok(())
+}
 
+fn step_raw_verify(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("raw_verify");
-    let sig = agent.sign(&msg);
-    let s = measure(&budget, || {
-        black_box(agent_pk.verify_strict(black_box(&msg), &sig).is_ok());
+    let pk = cx.agent.verifying_key();
+    let sig = cx.agent.sign(&cx.msg);
+    let s = measure(&cx.budget, || {
+        black_box(pk.verify_strict(black_box(&cx.msg), &sig).is_ok());
     });
-    rows.push(spec("raw_verify"), s, None, None, msg_note.map(|n| format!("verify_strict, {n}")));
+    rows.push(
+        spec("raw_verify"),
+        s,
+        None,
+        None,
+        Some(format!("verify_strict, {}", cx.msg_note())),
+    );
+    Ok(())
+}
 
+fn step_raw_sha256_node(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("raw_sha256_node");
     let (l, r) = (Hash256::of(b"left"), Hash256::of(b"right"));
-    let s = measure(&budget, || {
+    let s = measure(&cx.budget, || {
         let mut h = Sha256::new();
         h.update([1u8]);
         h.update(black_box(l.0));
@@ -346,10 +457,17 @@ pub fn run(
         black_box(h.finalize());
     });
     rows.push(spec("raw_sha256_node"), s, None, None, None);
+    Ok(())
+}
 
+fn step_raw_fdatasync(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("raw_fdatasync");
-    let scratch = scratch_dir(opts)?;
-    let s = fdatasync_stats(&scratch, &budget)?;
+    let scratch = scratch_dir(cx.opts)?;
+    let s = fdatasync_stats(&scratch, &cx.budget)?;
     rows.push(
         spec("raw_fdatasync"),
         s,
@@ -357,25 +475,38 @@ pub fn run(
         None,
         Some("append 256 bytes to a file and fdatasync it, in the store cache directory".into()),
     );
+    Ok(())
+}
 
-    // Encoding.
+fn step_encode_body(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("encode_body");
-    let s = measure(&budget, || {
-        black_box(canonical::encode(&black_box(&body).to_value()).is_ok());
+    let s = measure(&cx.budget, || {
+        black_box(canonical::encode(&black_box(&cx.body).to_value()).is_ok());
     });
     rows.push(
         spec("encode_body"),
         s,
         None,
         None,
-        Some(format!("{}-byte canonical body", body_bytes.len())),
+        Some(format!("{}-byte canonical body", cx.body_bytes.len())),
     );
+    Ok(())
+}
 
+fn step_decode_leaf(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("decode_leaf_strict");
-    let leaf = SignedEntry::sign(body.clone(), &agent)
+    let leaf = SignedEntry::sign(cx.body.clone(), &cx.agent)
         .map_err(BenchError::core)?
         .to_leaf();
-    let s = measure(&budget, || {
+    let s = measure(&cx.budget, || {
         black_box(SignedEntry::from_leaf(black_box(&leaf)).is_ok());
     });
     rows.push(
@@ -385,9 +516,16 @@ pub fn run(
         None,
         Some(format!("{}-byte leaf", leaf.len())),
     );
+    Ok(())
+}
 
+fn step_write_hot_path(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("write_hot_path_mem");
-    let s = write_hot_path(seed, &budget)?;
+    let s = write_hot_path(cx.seed, &cx.budget)?;
     rows.push(
         spec("write_hot_path_mem")
             .base("raw_sign")
@@ -396,14 +534,31 @@ pub fn run(
         s,
         None,
         None,
-        Some("build body, content hash, label over 2 parents, encode, sign, leaf, MemoryTree append".into()),
+        Some(
+            "build body, content hash, label over 2 parents, encode, sign, leaf, MemoryTree append"
+                .into(),
+        ),
     );
+    Ok(())
+}
 
-    // Durable appends.
+fn step_durable(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
+    let scratch = scratch_dir(cx.opts)?;
     for (i, b) in [1usize, 16, 256].into_iter().enumerate() {
-        let name = ["durable_append_b1", "durable_append_b16", "durable_append_b256"][i];
+        let name = [
+            "durable_append_b1",
+            "durable_append_b16",
+            "durable_append_b256",
+        ][i];
+        if !rows.wants(name) {
+            continue;
+        }
         progress(name);
-        let (s, per_second) = durable(opts, &scratch, b, opts.durable_batches[i])?;
+        let (s, per_second) = durable(cx.opts, &scratch, b, cx.opts.durable_batches[i])?;
         let mut sp = spec(name).base("raw_sign");
         if b == 256 {
             sp = sp.target(Target::PerSecondP99(30_000.0, 20e6));
@@ -418,10 +573,16 @@ pub fn run(
             )),
         );
     }
-    drop(scratch);
+    Ok(())
+}
 
+fn step_entry_verify(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("entry_verify");
-    let s = entry_verify(seed, opts.tree_leaves, &budget)?;
+    let s = entry_verify(cx.seed, cx.opts.tree_leaves, &cx.budget)?;
     rows.push(
         spec("entry_verify")
             .base("raw_verify")
@@ -429,12 +590,19 @@ pub fn run(
             .target(Target::Ratio(1.2)),
         s,
         None,
-        Some(opts.tree_leaves),
+        Some(cx.opts.tree_leaves),
         Some("signature (key id + verify_strict) and inclusion proof against the root; proof precomputed".into()),
     );
+    Ok(())
+}
 
+fn step_batch_verify(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("batch_verify_64");
-    let (entries, pk) = signed_entries(seed, 64)?;
+    let (entries, pk) = signed_entries(cx.seed, 64)?;
     let items: Vec<BatchItem<'_>> = entries
         .iter()
         .map(|e| BatchItem {
@@ -443,7 +611,7 @@ pub fn run(
             signature: e.signature(),
         })
         .collect();
-    let s = measure(&budget, || {
+    let s = measure(&cx.budget, || {
         black_box(keys::verify_batch(Domain::EntryV1, black_box(&items)).is_ok());
     });
     let per_entry = Stats {
@@ -461,7 +629,14 @@ pub fn run(
         None,
         Some("keys::verify_batch of 64 entries, per entry".into()),
     );
+    Ok(())
+}
 
+fn step_label(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("label_propagation");
     let edges = [
         typical_edges()[0],
@@ -471,7 +646,7 @@ pub fn run(
             weight: Weight::from_bp(6000).unwrap_or(Weight::ONE),
         },
     ];
-    let s = measure(&budget, || {
+    let s = measure(&cx.budget, || {
         black_box(compute_label(
             TrustClass::Trusted,
             black_box(&edges),
@@ -488,12 +663,19 @@ pub fn run(
         None,
         Some("trust::compute_label with 3 parents".into()),
     );
+    Ok(())
+}
 
+fn step_gate(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("gate_decision");
     let (policy, call, ctx) = gate_scenario()?;
     let input = GateInput::new(&call, &ctx, tau());
     let outcome = decide(&policy, &input).map_err(BenchError::core)?;
-    let s = measure(&budget, || {
+    let s = measure(&cx.budget, || {
         black_box(decide(black_box(&policy), black_box(&input)).is_ok());
     });
     rows.push(
@@ -508,11 +690,7 @@ pub fn run(
             outcome.decision.as_str()
         )),
     );
-
-    retrieval_rows(opts, &mut rows, progress)?;
-    proof_rows(opts, &mut rows, progress)?;
-    verify_store_row(opts, &mut rows, progress)?;
-    Ok(rows.rows)
+    Ok(())
 }
 
 fn fdatasync_stats(scratch: &tempfile::TempDir, budget: &Budget) -> Result<Stats, BenchError> {
@@ -538,7 +716,9 @@ fn write_hot_path(seed: u64, budget: &Budget) -> Result<Stats, BenchError> {
         failed |= path.write_one().is_err();
     });
     if failed {
-        return Err(BenchError::Core("signing failed in write_hot_path_mem".into()));
+        return Err(BenchError::Core(
+            "signing failed in write_hot_path_mem".into(),
+        ));
     }
     Ok(s)
 }
@@ -599,10 +779,11 @@ pub(crate) fn open_cached(
 }
 
 fn retrieval_rows(
-    opts: &BenchOptions,
+    cx: &Ctx<'_>,
     rows: &mut Rows,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), BenchError> {
+    let opts = cx.opts;
     progress("retrieve_verify_render_8");
     let n = opts.retrieve_store_entries;
     let mem = open_cached(&opts.cache(), n, opts.seed, progress)?;
@@ -615,11 +796,12 @@ fn retrieval_rows(
     let fewest = returned.iter().map(|r| r.entries.len()).min().unwrap_or(0);
     let dropped: usize = returned.iter().map(|r| r.dropped.len()).sum();
     let mut qi = 0usize;
-    let s = measure(&opts.row_budget, || {
-        qi = (qi + 1) % queries.len();
-        black_box(mem.search(&queries[qi], &scope, 8).is_ok());
-    });
-    rows.push(
+    if rows.wants("retrieve_verify_render_8") {
+        let s = measure(&opts.row_budget, || {
+            qi = (qi + 1) % queries.len();
+            black_box(mem.search(&queries[qi], &scope, 8).is_ok());
+        });
+        rows.push(
         spec("retrieve_verify_render_8")
             .paper(PAPER_RETRIEVE_8_NS)
             .target(Target::MaxNs(200_000.0)),
@@ -630,7 +812,10 @@ fn retrieval_rows(
             "Memory::search (FTS5 BM25, 2-word queries) of 8: decode, content hash, signer, inclusion in the signed checkpoint, label, batch signature check, render; fewest returned {fewest}, dropped {dropped}"
         )),
     );
-
+    }
+    if !rows.wants("recall_verify_render_8") {
+        return Ok(());
+    }
     progress("recall_verify_render_8");
     let id_sets: Vec<Vec<EntryId>> = returned
         .iter()
@@ -657,16 +842,27 @@ fn retrieval_rows(
     Ok(())
 }
 
-fn proof_rows(
-    opts: &BenchOptions,
+fn proof_store(
+    cx: &Ctx<'_>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Memory<SqliteStore>, u64, Workload), BenchError> {
+    let mem = open_cached(
+        &cx.opts.cache(),
+        cx.opts.proof_store_entries,
+        cx.seed,
+        progress,
+    )?;
+    let size = mem.size()?;
+    Ok((mem, size, Workload::new(cx.seed ^ 0xabc)))
+}
+
+fn step_inclusion(
+    cx: &Ctx<'_>,
     rows: &mut Rows,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), BenchError> {
     progress("inclusion_proof_gen");
-    let n = opts.proof_store_entries;
-    let mem = open_cached(&opts.cache(), n, opts.seed, progress)?;
-    let size = mem.size()?;
-    let mut workload = Workload::new(opts.seed ^ 0xabc);
+    let (mem, size, mut workload) = proof_store(cx, progress)?;
     let mut ids = Vec::with_capacity(256);
     for _ in 0..256 {
         let idx = REGISTRY_RECORDS + workload.below(size - REGISTRY_RECORDS);
@@ -677,7 +873,7 @@ fn proof_rows(
         ids.push(stored.id);
     }
     let mut k = 0usize;
-    let s = measure(&opts.row_budget, || {
+    let s = measure(&cx.budget, || {
         k = (k + 1) % ids.len();
         black_box(mem.prove_inclusion(&ids[k], Some(size)).is_ok());
     });
@@ -685,13 +881,22 @@ fn proof_rows(
         spec("inclusion_proof_gen").target(Target::MaxNs(50_000.0)),
         s,
         None,
-        Some(n),
+        Some(size),
         Some("Memory::prove_inclusion of a random entry: id lookup, O(log n) node reads, root, self-check".into()),
     );
+    Ok(())
+}
 
+fn step_consistency(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
     progress("consistency_proof_gen");
+    let (mem, size, mut workload) = proof_store(cx, progress)?;
     let olds: Vec<u64> = (0..256).map(|_| 1 + workload.below(size - 1)).collect();
-    let s = measure(&opts.row_budget, || {
+    let mut k = 0usize;
+    let s = measure(&cx.budget, || {
         k = (k + 1) % olds.len();
         black_box(mem.prove_consistency(olds[k], size).is_ok());
     });
@@ -699,17 +904,18 @@ fn proof_rows(
         spec("consistency_proof_gen").target(Target::MaxNs(50_000.0)),
         s,
         None,
-        Some(n),
+        Some(size),
         Some("Memory::prove_consistency from a random older size to the current one: node reads, both roots, self-check".into()),
     );
     Ok(())
 }
 
 fn verify_store_row(
-    opts: &BenchOptions,
+    cx: &Ctx<'_>,
     rows: &mut Rows,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), BenchError> {
+    let opts = cx.opts;
     progress("verify_store");
     let n = opts.verify_store_entries;
     let mem = open_cached(&opts.cache(), n, opts.seed, progress)?;
@@ -774,17 +980,36 @@ mod tests {
             .collect();
         assert_eq!(
             throughput,
-            ["durable_append_b1", "durable_append_b16", "durable_append_b256", "verify_store"]
+            [
+                "durable_append_b1",
+                "durable_append_b16",
+                "durable_append_b256",
+                "verify_store"
+            ]
         );
         let verify = rows.iter().find(|r| r.name == "verify_store").unwrap();
-        assert!(verify.note.as_deref().unwrap().starts_with("Memory::verify"), "{verify:?}");
+        assert!(
+            verify
+                .note
+                .as_deref()
+                .unwrap()
+                .starts_with("Memory::verify"),
+            "{verify:?}"
+        );
         let gate = rows.iter().find(|r| r.name == "gate_decision").unwrap();
         assert!(gate.note.as_deref().unwrap().ends_with("allow"));
         assert!(lines.iter().any(|l| l == "verify_store"));
         // JSON keys.
         let json = serde_json::to_value(&rows).unwrap();
         let first = json[0].as_object().unwrap();
-        for key in ["name", "median_ns", "p99_ns", "baseline", "ratio", "paper_ns"] {
+        for key in [
+            "name",
+            "median_ns",
+            "p99_ns",
+            "baseline",
+            "ratio",
+            "paper_ns",
+        ] {
             assert!(first.contains_key(key), "{key}");
         }
         assert!(!first.contains_key("per_second"));

@@ -341,8 +341,10 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
                 fmt_ns(p.retrieve_8_ns),
                 fmt_ns(p.recall_8_ns),
                 fmt_ns(p.entry_verify_ns),
-                p.peak_rss_kib
-                    .map_or_else(|| "-".to_string(), |k| format!("{:.0} MiB", k as f64 / 1024.0)),
+                p.peak_rss_kib.map_or_else(
+                    || "-".to_string(),
+                    |k| format!("{:.0} MiB", k as f64 / 1024.0),
+                ),
             ]
         })
         .collect();
@@ -366,7 +368,10 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
         out.push('\n');
     };
     line(&mut out, &header.map(str::to_string));
-    line(&mut out, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+    line(
+        &mut out,
+        &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>(),
+    );
     for r in &rows {
         line(&mut out, r);
     }
@@ -389,7 +394,9 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
         );
     }
     if !report.rss_reset {
-        out.push_str("(peak RSS could not be reset between sizes: it is the process peak so far)\n");
+        out.push_str(
+            "(peak RSS could not be reset between sizes: it is the process peak so far)\n",
+        );
     }
     out
 }
@@ -441,7 +448,12 @@ pub fn scale_svg(report: &ScaleReport) -> String {
     let (r0, r1) = (680.0, 940.0);
     let pts = &report.points;
     let ns: Vec<f64> = pts.iter().map(|p| p.n.max(1) as f64).collect();
-    let lx_min = ns.iter().copied().fold(f64::INFINITY, f64::min).log10().floor();
+    let lx_min = ns
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .log10()
+        .floor();
     let lx_max = ns.iter().copied().fold(0.0, f64::max).log10().ceil();
     let (lx_min, lx_max) = if lx_min.is_finite() && lx_max.is_finite() && lx_max > lx_min {
         (lx_min, lx_max)
@@ -456,7 +468,12 @@ pub fn scale_svg(report: &ScaleReport) -> String {
         .flat_map(series_values)
         .filter(|v| v.is_finite() && *v > 0.0)
         .collect();
-    let ly_min = vals.iter().copied().fold(f64::INFINITY, f64::min).log10().floor();
+    let ly_min = vals
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .log10()
+        .floor();
     let ly_max = vals.iter().copied().fold(0.0, f64::max).log10().ceil();
     let (ly_min, ly_max) = if ly_min.is_finite() && ly_max.is_finite() && ly_max > ly_min {
         (ly_min, ly_max)
@@ -548,14 +565,20 @@ pub fn scale_svg(report: &ScaleReport) -> String {
                 (v.is_finite() && v > 0.0).then(|| (xmap(p.n.max(1) as f64, l0, l1), ymap(v)))
             })
             .collect();
-        let line: Vec<String> = coords.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let line: Vec<String> = coords
+            .iter()
+            .map(|(x, y)| format!("{x:.1},{y:.1}"))
+            .collect();
         let _ = writeln!(
             s,
             r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
             line.join(" ")
         );
         for (x, y) in &coords {
-            let _ = writeln!(s, r#"<circle cx="{x:.1}" cy="{y:.1}" r="3" fill="{colour}"/>"#);
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3" fill="{colour}"/>"#
+            );
         }
         let ly = H - 50.0 + 16.0 * (si / 3) as f64;
         let lx = l0 + 170.0 * (si % 3) as f64;

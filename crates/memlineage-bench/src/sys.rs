@@ -32,7 +32,10 @@ pub fn machine() -> String {
         .lines()
         .find_map(|l| l.strip_prefix("model name"))
         .and_then(|r| r.split(':').nth(1))
-        .map_or_else(|| std::env::consts::ARCH.to_string(), |m| m.trim().to_string());
+        .map_or_else(
+            || std::env::consts::ARCH.to_string(),
+            |m| m.trim().to_string(),
+        );
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mem_gib = fs::read_to_string("/proc/meminfo")
         .ok()

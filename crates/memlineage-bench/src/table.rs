@@ -59,7 +59,15 @@ fn pad(out: &mut String, cells: &[String], widths: &[usize]) {
 /// paper, target and whether it is met.
 pub fn render_table(rows: &[BenchRow]) -> String {
     let header: Vec<String> = [
-        "operation", "median", "p99", "per second", "baseline", "ratio", "paper", "target", "met",
+        "operation",
+        "median",
+        "p99",
+        "per second",
+        "baseline",
+        "ratio",
+        "paper",
+        "target",
+        "met",
     ]
     .iter()
     .map(|s| s.to_string())

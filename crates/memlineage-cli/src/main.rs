@@ -55,6 +55,12 @@ enum Command {
     Distrust(commands::control::DistrustArgs),
     /// Audit the whole store: signatures, registry, labels, leaves, tree and checkpoint.
     Verify,
+    /// Full-text search, verified before anything is returned, rendered for a prompt.
+    Search(commands::query::SearchArgs),
+    /// Show an entry's lineage (ancestors or descendants) and why it has its label.
+    Lineage(commands::query::LineageArgs),
+    /// Decide whether a tool call may be dispatched (allow, deny, or repair).
+    Gate(commands::gate::GateArgs),
     /// Testing aids (hidden).
     #[command(subcommand, hide = true)]
     Debug(commands::debug::DebugCommand),
@@ -117,6 +123,9 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Forget(a) => commands::control::forget(a, ctx),
         Command::Distrust(a) => commands::control::distrust(a, ctx),
         Command::Verify => commands::verify::run(ctx),
+        Command::Search(a) => commands::query::search(a, ctx),
+        Command::Lineage(a) => commands::query::lineage(a, ctx),
+        Command::Gate(a) => commands::gate::gate(a, ctx),
         Command::Debug(c) => commands::debug::run(c, ctx),
     }
 }

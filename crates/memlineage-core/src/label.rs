@@ -333,7 +333,9 @@ mod tests {
         assert_eq!("0".parse::<Weight>().unwrap().bp(), 0);
         assert_eq!(".25".parse::<Weight>().unwrap().bp(), 2500);
         assert_eq!("0.0625".parse::<Weight>().unwrap().bp(), 625);
-        for bad in ["", ".", "1.5", "2", "-0.1", "0.12345", "0.5x", "1.", "01", "nan"] {
+        for bad in [
+            "", ".", "1.5", "2", "-0.1", "0.12345", "0.5x", "1.", "01", "nan",
+        ] {
             assert!(bad.parse::<Weight>().is_err(), "{bad} should be rejected");
         }
     }

@@ -23,7 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Error for a malformed principal name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid principal name `{0}`: use 1 to 64 characters from a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit")]
+#[error(
+    "invalid principal name `{0}`: use 1 to 64 characters from a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit"
+)]
 pub struct NameError(pub String);
 
 /// Checks a principal name: `[a-z0-9][a-z0-9._-]{0,63}`.
@@ -34,9 +36,9 @@ pub fn validate_name(name: &str) -> Result<(), NameError> {
             .bytes()
             .next()
             .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'));
+        && name.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+        });
     if ok {
         Ok(())
     } else {
@@ -401,7 +403,10 @@ mod tests {
             key: agent2.verifying_key(),
         };
         reg.apply(5, &record("operator", &op, &rot), &rot).unwrap();
-        assert!(reg.signer_at("agent", &kid, 4).is_ok(), "old entries stay valid");
+        assert!(
+            reg.signer_at("agent", &kid, 4).is_ok(),
+            "old entries stay valid"
+        );
         assert!(matches!(
             reg.signer_at("agent", &kid, 6),
             Err(RegistryError::Retired { retired_at: 5, .. })
@@ -436,12 +441,14 @@ mod tests {
             key: op.verifying_key(),
         };
         let mut reg = Registry::new();
-        assert!(reg
-            .apply(0, &record("operator", &other, &genesis), &genesis)
-            .is_err());
-        assert!(reg
-            .apply(3, &record("operator", &op, &genesis), &genesis)
-            .is_err());
+        assert!(
+            reg.apply(0, &record("operator", &other, &genesis), &genesis)
+                .is_err()
+        );
+        assert!(
+            reg.apply(3, &record("operator", &op, &genesis), &genesis)
+                .is_err()
+        );
     }
 
     #[test]

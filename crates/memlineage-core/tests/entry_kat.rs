@@ -60,7 +60,10 @@ fn body_encoding_is_pinned() {
     );
     assert_eq!(bytes[0], 0xb0, "map of 16 pairs");
     assert_eq!(&bytes[1..4], &[0x61, b'v', 0x01], "\"v\": 1 first");
-    assert_eq!(hex::encode(&bytes), include_str!("kat/entry_body.hex").trim());
+    assert_eq!(
+        hex::encode(&bytes),
+        include_str!("kat/entry_body.hex").trim()
+    );
 }
 
 #[test]
@@ -73,14 +76,23 @@ fn id_signature_and_leaf_are_pinned() {
     let mut msg = b"memlineage/entry/v1\0".to_vec();
     msg.extend_from_slice(e.body_bytes());
     assert_eq!(Domain::EntryV1.message(e.body_bytes()), msg);
-    keys::verify(&key.verifying_key(), Domain::EntryV1, e.body_bytes(), e.signature()).unwrap();
+    keys::verify(
+        &key.verifying_key(),
+        Domain::EntryV1,
+        e.body_bytes(),
+        e.signature(),
+    )
+    .unwrap();
     assert_eq!(
         hex::encode(e.signature().to_bytes()),
         include_str!("kat/entry_sig.hex").trim()
     );
     // The fast leaf builder agrees with the generic canonical encoder.
     let leaf = e.to_leaf();
-    assert_eq!(leaf, canonical::encode(&e.to_leaf_value().unwrap()).unwrap());
+    assert_eq!(
+        leaf,
+        canonical::encode(&e.to_leaf_value().unwrap()).unwrap()
+    );
     assert_eq!(SignedEntry::from_leaf(&leaf).unwrap(), e);
 }
 
@@ -111,8 +123,14 @@ fn decoding_rejects_unknown_version_and_fields() {
 fn unsorted_parents_and_bad_weights_are_rejected() {
     let mut body = fixed_body();
     body.parents = vec![
-        Parent { id: EntryId(Hash256([9; 32])), weight: Weight::ONE },
-        Parent { id: EntryId(Hash256([1; 32])), weight: Weight::ONE },
+        Parent {
+            id: EntryId(Hash256([9; 32])),
+            weight: Weight::ONE,
+        },
+        Parent {
+            id: EntryId(Hash256([1; 32])),
+            weight: Weight::ONE,
+        },
     ];
     assert!(SignedEntry::sign(body.clone(), &fixed_key()).is_err());
     EntryBody::normalise_parents(&mut body.parents);

@@ -38,23 +38,62 @@ fn malformed_calls_are_errors_that_say_what_is_wrong() {
         ("", "not valid JSON"),
         ("{", "not valid JSON"),
         (r#"{"name":"x"} trailing"#, "not valid JSON"),
-        ("[1,2]", "expected a JSON object with `name` and `arguments`, found an array"),
+        (
+            "[1,2]",
+            "expected a JSON object with `name` and `arguments`, found an array",
+        ),
         (r#"{"arguments":{}}"#, "has no `name`"),
         (r#"{"name":"","arguments":{}}"#, "`name` is empty"),
-        (r#"{"name":42,"arguments":{}}"#, "`name` must be a string, found a number"),
-        (r#"{"name":"x","arguments":[1]}"#, "`arguments` must be a JSON object or a string holding one, found an array"),
+        (
+            r#"{"name":42,"arguments":{}}"#,
+            "`name` must be a string, found a number",
+        ),
+        (
+            r#"{"name":"x","arguments":[1]}"#,
+            "`arguments` must be a JSON object or a string holding one, found an array",
+        ),
         (r#"{"name":"x","arguments":null}"#, "found null"),
-        (r#"{"name":"x","arguments":"{\"a\":"}"#, "`arguments` is a string but not valid JSON"),
-        (r#"{"name":"x","arguments":"[1]"}"#, "`arguments` must encode a JSON object, found an array"),
-        (r#"{"name":"x","arguments":{"a":1,"a":2}}"#, "duplicate key \"a\""),
-        (r#"{"name":"x","arguments":"{\"to\":\"me\",\"to\":\"attacker\"}"}"#, "duplicate key \"to\""),
+        (
+            r#"{"name":"x","arguments":"{\"a\":"}"#,
+            "`arguments` is a string but not valid JSON",
+        ),
+        (
+            r#"{"name":"x","arguments":"[1]"}"#,
+            "`arguments` must encode a JSON object, found an array",
+        ),
+        (
+            r#"{"name":"x","arguments":{"a":1,"a":2}}"#,
+            "duplicate key \"a\"",
+        ),
+        (
+            r#"{"name":"x","arguments":"{\"to\":\"me\",\"to\":\"attacker\"}"}"#,
+            "duplicate key \"to\"",
+        ),
         (r#"{"name":"x","name":"y"}"#, "duplicate key \"name\""),
-        (r#"{"name":"x","args":{}}"#, "unknown key \"args\" in the tool call"),
-        (r#"{"name":"x","arguments":{},"input":{}}"#, "both `arguments` and `input`"),
-        (r#"{"type":"tool","function":{"name":"x"}}"#, "the wrapper's `type` must be \"function\""),
-        (r#"{"function":"x"}"#, "`function` must be an object, found a string"),
-        (r#"{"function":{"name":"x","input":{}}}"#, "unknown key \"input\" in `function`"),
-        (r#"{"function":{"name":"x"},"extra":1}"#, "unknown key \"extra\" in the tool call wrapper"),
+        (
+            r#"{"name":"x","args":{}}"#,
+            "unknown key \"args\" in the tool call",
+        ),
+        (
+            r#"{"name":"x","arguments":{},"input":{}}"#,
+            "both `arguments` and `input`",
+        ),
+        (
+            r#"{"type":"tool","function":{"name":"x"}}"#,
+            "the wrapper's `type` must be \"function\"",
+        ),
+        (
+            r#"{"function":"x"}"#,
+            "`function` must be an object, found a string",
+        ),
+        (
+            r#"{"function":{"name":"x","input":{}}}"#,
+            "unknown key \"input\" in `function`",
+        ),
+        (
+            r#"{"function":{"name":"x"},"extra":1}"#,
+            "unknown key \"extra\" in the tool call wrapper",
+        ),
     ];
     for (text, needle) in table {
         let e = ToolCall::from_openai_json(text).expect_err(text);

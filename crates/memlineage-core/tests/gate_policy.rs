@@ -48,10 +48,22 @@ body = { type = "free_text" }
     )
     .expect("parses");
     assert_eq!(p.mode, Mode::Enforce, "mode defaults to enforce");
-    assert_eq!(p.citations, Citations::Verify, "citations default to verify");
+    assert_eq!(
+        p.citations,
+        Citations::Verify,
+        "citations default to verify"
+    );
     let r = &p.tools["send_money"].params["recipient"];
-    assert_eq!(r.require, TrustLabel::DerivedTrusted, "require defaults to DERIVED_TRUSTED");
-    assert_eq!(r.unjustified, Unjustified::Deny, "unjustified defaults to deny");
+    assert_eq!(
+        r.require,
+        TrustLabel::DerivedTrusted,
+        "require defaults to DERIVED_TRUSTED"
+    );
+    assert_eq!(
+        r.unjustified,
+        Unjustified::Deny,
+        "unjustified defaults to deny"
+    );
     let cur = &p.tools["update_scheduled_transaction"].params["currency"];
     let ParamType::Regex(re) = &cur.kind else {
         panic!("regex type expected");
@@ -74,9 +86,19 @@ body = { type = "free_text" }
 #[test]
 fn errors_name_line_column_and_problem() {
     let table: &[(&str, usize, usize, &str)] = &[
-        ("mod = \"enforce\"", 1, 1, "unknown key \"mod\" at the top level"),
+        (
+            "mod = \"enforce\"",
+            1,
+            1,
+            "unknown key \"mod\" at the top level",
+        ),
         ("mode = \"enforcing\"", 1, 8, "unknown mode \"enforcing\""),
-        ("mode = 1", 1, 8, "`mode` must be a string, found an integer"),
+        (
+            "mode = 1",
+            1,
+            8,
+            "`mode` must be a string, found an integer",
+        ),
         ("citations = \"maybe\"", 1, 13, "unknown citations setting"),
         ("tools = 3", 1, 9, "`tools` must be a table"),
         (
@@ -109,8 +131,18 @@ fn errors_name_line_column_and_problem() {
             22,
             "unknown key \"requires\" in parameter `x` of tool `t`",
         ),
-        ("[tools.t.params]\nx = { require = \"TRUSTED\" }", 2, 1, "has no `type`"),
-        ("[tools.t.params]\nx = \"iban\"", 2, 5, "must be a table, found a string"),
+        (
+            "[tools.t.params]\nx = { require = \"TRUSTED\" }",
+            2,
+            1,
+            "has no `type`",
+        ),
+        (
+            "[tools.t.params]\nx = \"iban\"",
+            2,
+            5,
+            "must be a table, found a string",
+        ),
         (
             "[tools.t.params]\nx = { type = \"regex\", pattern = \"[A-Z\" }",
             2,
@@ -130,8 +162,18 @@ fn errors_name_line_column_and_problem() {
             "`pattern` is only allowed with type = \"regex\"",
         ),
         ("[tools.t.params]\nx = { type = \"iban\"", 2, 20, ""),
-        ("mode = \"enforce\"\nmode = \"record\"", 2, 1, "duplicate key"),
-        ("[tools.\"\".params]\nx = { type = \"iban\" }", 1, 8, "tool name is empty"),
+        (
+            "mode = \"enforce\"\nmode = \"record\"",
+            2,
+            1,
+            "duplicate key",
+        ),
+        (
+            "[tools.\"\".params]\nx = { type = \"iban\" }",
+            1,
+            8,
+            "tool name is empty",
+        ),
     ];
     for (text, line, column, needle) in table {
         let e = Policy::parse(text).expect_err(text);

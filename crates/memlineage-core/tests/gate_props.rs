@@ -225,7 +225,11 @@ fn decision_speed() {
         }
         ctx.push(ContextEntry {
             id: EntryId(Hash256::of(&[i])),
-            label: if i % 2 == 0 { TrustLabel::Trusted } else { TrustLabel::External },
+            label: if i % 2 == 0 {
+                TrustLabel::Trusted
+            } else {
+                TrustLabel::External
+            },
             writer: "w".into(),
             kind: EntryKind::Observation,
             content: Some(content),
@@ -247,7 +251,10 @@ date = { type = "date", unjustified = "allow" }"#,
             .clone(),
     );
     let input = GateInput::new(&call, &ctx, Weight::from_bp(5000).expect("tau"));
-    assert_eq!(decide(&policy, &input).expect("decides").decision, Decision::Allow);
+    assert_eq!(
+        decide(&policy, &input).expect("decides").decision,
+        Decision::Allow
+    );
     let n = 20_000;
     let start = std::time::Instant::now();
     for _ in 0..n {

@@ -18,16 +18,29 @@ fn extract(t: &ParamType, text: &str) -> Vec<String> {
 
 fn check_table(t: &ParamType, table: &[(&str, Option<&str>)]) {
     for (input, want) in table {
-        assert_eq!(norm(t, input).as_deref(), *want, "{} normalising {input:?}", t.name());
+        assert_eq!(
+            norm(t, input).as_deref(),
+            *want,
+            "{} normalising {input:?}",
+            t.name()
+        );
     }
 }
 
 fn check_extraction(t: &ParamType, table: &[(&str, &[&str])]) {
     for (text, want) in table {
-        assert_eq!(extract(t, text), *want, "{} extracting from {text:?}", t.name());
+        assert_eq!(
+            extract(t, text),
+            *want,
+            "{} extracting from {text:?}",
+            t.name()
+        );
         // Every extracted value is found again by matching.
         for v in t.extract(text) {
-            assert!(t.occurs_in(&v, text), "{v} extracted but not matched in {text:?}");
+            assert!(
+                t.occurs_in(&v, text),
+                "{v} extracted but not matched in {text:?}"
+            );
         }
     }
 }
@@ -43,8 +56,14 @@ fn iban() {
     check_table(
         &t,
         &[
-            ("GB29 NWBK 6016 1331 9268 19", Some("GB29NWBK60161331926819")),
-            ("gb29-nwbk-6016-1331-9268-19", Some("GB29NWBK60161331926819")),
+            (
+                "GB29 NWBK 6016 1331 9268 19",
+                Some("GB29NWBK60161331926819"),
+            ),
+            (
+                "gb29-nwbk-6016-1331-9268-19",
+                Some("GB29NWBK60161331926819"),
+            ),
             (" UK12345678901234567890 ", Some("UK12345678901234567890")),
             ("NO9386011117947", Some("NO9386011117947")),
             ("GB29", None),
@@ -62,7 +81,10 @@ fn iban() {
                 "Please pay to IBAN UK12 3456 7890 1234 5678 90, amount 98.70",
                 &["UK12345678901234567890"],
             ),
-            ("Landlord IBAN: GB29 NWBK 6016 1331 9268 19", &["GB29NWBK60161331926819"]),
+            (
+                "Landlord IBAN: GB29 NWBK 6016 1331 9268 19",
+                &["GB29NWBK60161331926819"],
+            ),
             ("iban=gb29nwbk60161331926819;", &["GB29NWBK60161331926819"]),
             (
                 "DE89 3704 0044 0532 0130 00 Bank and NO93 8601 1117 947.",
@@ -139,7 +161,10 @@ fn amount() {
                 "IBAN GB29 NWBK 6016 1331 9268 19, due 2024-01-05 at 10:30",
                 &[],
             ),
-            ("pay EUR98.70 or -5, not x-3, A1 or 3rd", &["98.70", "-5", "3", "3"]),
+            (
+                "pay EUR98.70 or -5, not x-3, A1 or 3rd",
+                &["98.70", "-5", "3", "3"],
+            ),
             ("mail a1@b.com or https://x.org/pay/100", &[]),
             ("total: 1.000,50 EUR", &["1000.50"]),
         ],
@@ -220,7 +245,10 @@ fn email() {
                 "Write to Bob.Smith+x@Example.COM, or (alice@mail.example.org). Not a@b.",
                 &["bob.smith+x@example.com", "alice@mail.example.org"],
             ),
-            ("contact: <ops@corp.example.com>.", &["ops@corp.example.com"]),
+            (
+                "contact: <ops@corp.example.com>.",
+                &["ops@corp.example.com"],
+            ),
         ],
     );
     assert!(occurs(&t, "ALICE@example.org", "mail alice@Example.org"));
@@ -235,8 +263,14 @@ fn url() {
         &[
             ("HTTPS://Example.COM/", Some("https://example.com")),
             ("https://example.com:443/a/", Some("https://example.com/a")),
-            ("http://example.com:8080/a%2fb?x=1#", Some("http://example.com:8080/a%2Fb?x=1")),
-            ("https://example.com/A?Q=B", Some("https://example.com/A?Q=B")),
+            (
+                "http://example.com:8080/a%2fb?x=1#",
+                Some("http://example.com:8080/a%2Fb?x=1"),
+            ),
+            (
+                "https://example.com/A?Q=B",
+                Some("https://example.com/A?Q=B"),
+            ),
             ("example.com", None),
             ("https://", None),
             ("https://a b.com", None),
@@ -249,7 +283,10 @@ fn url() {
                 "(see https://x.org/a). Or <HTTP://Y.org/b?q=1>, or ftp://z.org:21/.",
                 &["https://x.org/a", "http://y.org/b?q=1", "ftp://z.org"],
             ),
-            ("Wiki: https://en.wikipedia.org/wiki/Foo_(bar)!", &["https://en.wikipedia.org/wiki/Foo_(bar)"]),
+            (
+                "Wiki: https://en.wikipedia.org/wiki/Foo_(bar)!",
+                &["https://en.wikipedia.org/wiki/Foo_(bar)"],
+            ),
         ],
     );
     assert!(occurs(&t, "https://x.org", "go to HTTPS://X.ORG/ now"));
@@ -259,8 +296,18 @@ fn url() {
 #[test]
 fn free_text() {
     let t = ParamType::FreeText;
-    check_table(&t, &[("  Rent  for\nMARCH ", Some("rent for march")), ("", Some(""))]);
-    assert!(occurs(&t, "rent for march", "Please pay the RENT   for March, thanks"));
+    check_table(
+        &t,
+        &[
+            ("  Rent  for\nMARCH ", Some("rent for march")),
+            ("", Some("")),
+        ],
+    );
+    assert!(occurs(
+        &t,
+        "rent for march",
+        "Please pay the RENT   for March, thanks"
+    ));
     assert!(occurs(&t, "Café", "au CAFÉ"));
     assert!(!occurs(&t, "rent for april", "rent for march"));
     assert!(!occurs(&t, "   ", "anything at all"));
@@ -271,8 +318,22 @@ fn free_text() {
 #[test]
 fn regex() {
     let t = ParamType::regex("[A-Z]{3}").expect("compiles");
-    check_table(&t, &[("EUR", Some("EUR")), ("EURO", None), ("eur", None), (" EUR", None)]);
-    check_extraction(&t, &[("Currency: EUR. Not EURO, but (USD) and GBP", &["EUR", "USD", "GBP"])]);
+    check_table(
+        &t,
+        &[
+            ("EUR", Some("EUR")),
+            ("EURO", None),
+            ("eur", None),
+            (" EUR", None),
+        ],
+    );
+    check_extraction(
+        &t,
+        &[(
+            "Currency: EUR. Not EURO, but (USD) and GBP",
+            &["EUR", "USD", "GBP"],
+        )],
+    );
     assert!(occurs(&t, "EUR", "in EUR-denominated"));
     assert!(!occurs(&t, "EUR", "in EURO"));
     let digits = ParamType::regex(r"\d{6}").expect("compiles");

@@ -76,7 +76,10 @@ pub(crate) fn run(
             "geometric",
             Some(geometric(cfg.geometric_w0, cfg.geometric_d, cfg.max_k)),
         ),
-        ("measured", measured.weights(cfg.max_k).map(<[Weight]>::to_vec)),
+        (
+            "measured",
+            measured.weights(cfg.max_k).map(<[Weight]>::to_vec),
+        ),
     ];
     let mut out = Vec::new();
     for (name, edges) in models {
@@ -161,7 +164,13 @@ fn chain(
         let content = substitute(&cfg.hop_content, &vars);
         let hop = mem.write(
             WriteRequest::new("agent", EntryKind::Derived, content)
-                .with_parents(vec![Parent { id: prev, weight: *w }], "ablation")
+                .with_parents(
+                    vec![Parent {
+                        id: prev,
+                        weight: *w,
+                    }],
+                    "ablation",
+                )
                 .with_label_rule(Some(tau), Some(fallback)),
         )?;
         out.push(hop.label.is_untrusted());

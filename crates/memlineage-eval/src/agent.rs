@@ -15,13 +15,13 @@ use crate::grammar::{Arg, Call, Grammar};
 use crate::json::Json;
 use crate::scenario::{AgentFile, WeightsName};
 use crate::world::{Mem, under};
-use memlineage::{GateRequest, WriteRequest};
 use memlineage::store::{StoreRead, StoredEntry};
+use memlineage::{GateRequest, WriteRequest};
+use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent, Scope, SignedEntry};
 use memlineage_core::gate::{GateDecision, Policy};
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::render::prompt::{RenderedEntry, context_hash, render_text};
-use memlineage_core::EntryId;
 
 /// One entry of the agent's context, as the agent saw it.
 #[derive(Clone, Debug)]

@@ -80,8 +80,9 @@ fn is_bare(s: &str) -> bool {
     !s.is_empty()
         && s != "true"
         && s != "false"
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '/' | '+'))
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '/' | '+')
+        })
 }
 
 impl Call {
@@ -172,7 +173,9 @@ impl Template {
                         .find('}')
                         .ok_or_else(|| format!("template {pattern:?}: unclosed `{{`"))?;
                     let name = &rest[1..end];
-                    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    if name.is_empty()
+                        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    {
                         return Err(format!("template {pattern:?}: bad capture name {name:?}"));
                     }
                     if matches!(segments.last(), Some(Segment::Var(_))) {
@@ -319,7 +322,9 @@ fn capture(text: &str, at: usize) -> Option<(String, usize)> {
     }
     let raw = text.get(start..i)?;
     let lead = raw.len() - raw.trim_start_matches(TRIM_START).len();
-    let value = raw.trim_start_matches(TRIM_START).trim_end_matches(TRIM_END);
+    let value = raw
+        .trim_start_matches(TRIM_START)
+        .trim_end_matches(TRIM_END);
     if value.is_empty() {
         return None;
     }
@@ -578,7 +583,10 @@ mod tests {
     #[test]
     fn templates_capture_tokens() {
         let g = grammar();
-        let f = g.find("Standing order: Pay 1,100.00 to\nGB29NWBK60161331926819.", &none);
+        let f = g.find(
+            "Standing order: Pay 1,100.00 to\nGB29NWBK60161331926819.",
+            &none,
+        );
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].call.text("amount"), Some("1,100.00"));
         assert_eq!(f[0].call.text("recipient"), Some("GB29NWBK60161331926819"));
@@ -602,7 +610,10 @@ mod tests {
     #[test]
     fn call_syntax_wins_over_overlapping_template() {
         let g = grammar();
-        let f = g.find("send_money(note=\"pay 5 to GB29NWBK60161331926819\")", &none);
+        let f = g.find(
+            "send_money(note=\"pay 5 to GB29NWBK60161331926819\")",
+            &none,
+        );
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].via, "call");
     }

@@ -187,9 +187,10 @@ mod tests {
 
     #[test]
     fn sorted_keys_and_verbatim_numbers() {
-        let j = Json::obj()
-            .with("b", Json::Num("0.5000".into()))
-            .with("a", Json::Arr(vec![Json::str("x\"y\n"), Json::Null, true.into()]));
+        let j = Json::obj().with("b", Json::Num("0.5000".into())).with(
+            "a",
+            Json::Arr(vec![Json::str("x\"y\n"), Json::Null, true.into()]),
+        );
         assert_eq!(j.compact(), r#"{"a":["x\"y\n",null,true],"b":0.5000}"#);
         let parsed: serde_json::Value = serde_json::from_str(&j.pretty()).unwrap();
         assert_eq!(parsed["b"], serde_json::json!(0.5));
@@ -202,6 +203,9 @@ mod tests {
     #[test]
     fn round_trips_through_serde() {
         let v = serde_json::json!({"z": [1, "two", {"k": false}], "a": null});
-        assert_eq!(Json::from_serde(&v).compact(), r#"{"a":null,"z":[1,"two",{"k":false}]}"#);
+        assert_eq!(
+            Json::from_serde(&v).compact(),
+            r#"{"a":null,"z":[1,"two",{"k":false}]}"#
+        );
     }
 }

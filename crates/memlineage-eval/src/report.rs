@@ -8,9 +8,7 @@ use crate::error::EvalError;
 use crate::json::Json;
 use crate::parallel;
 use crate::rate::{Rate, bp_decimal};
-use crate::scenario::{
-    self, AblationFile, AgentFile, Kind, MeasuredFile, TraceFile, WorkloadFile,
-};
+use crate::scenario::{self, AblationFile, AgentFile, Kind, MeasuredFile, TraceFile, WorkloadFile};
 use crate::svg;
 use crate::trace::{self, Trace};
 use crate::workload::{Episode, Runner};
@@ -202,7 +200,12 @@ fn banking_rates(pairs: &[PairResult], core_only: bool) -> BTreeMap<String, Bank
     out
 }
 
-fn write_file(dir: &Path, name: &str, text: &str, files: &mut Vec<String>) -> Result<(), EvalError> {
+fn write_file(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    files: &mut Vec<String>,
+) -> Result<(), EvalError> {
     let path = dir.join(name);
     std::fs::write(&path, text).map_err(|source| EvalError::Io {
         path: path.display().to_string(),
@@ -246,15 +249,30 @@ fn write_all(dir: &Path, r: &Results<'_>, summary: &mut EvalSummary) -> Result<(
         },
     );
     write_file(dir, "asr.svg", &bars, &mut files)?;
-    write_file(dir, "tau_k.svg", &svg::tau_k_heatmap(&r.ablation), &mut files)?;
-    write_file(dir, "tau_k.json", &tau_k_json(&r.ablation).pretty(), &mut files)?;
+    write_file(
+        dir,
+        "tau_k.svg",
+        &svg::tau_k_heatmap(&r.ablation),
+        &mut files,
+    )?;
+    write_file(
+        dir,
+        "tau_k.json",
+        &tau_k_json(&r.ablation).pretty(),
+        &mut files,
+    )?;
     write_file(dir, "trace.md", &r.trace.markdown, &mut files)?;
     write_file(dir, "tables.md", &tables(r, summary), &mut files)?;
     files.push("summary.json".to_string());
     files.sort();
     summary.files = files.clone();
     let mut scratch = Vec::new();
-    write_file(dir, "summary.json", &summary_json(r, summary).pretty(), &mut scratch)?;
+    write_file(
+        dir,
+        "summary.json",
+        &summary_json(r, summary).pretty(),
+        &mut scratch,
+    )?;
     Ok(())
 }
 
@@ -275,7 +293,9 @@ fn rates_json(t: &BTreeMap<String, BTreeMap<String, Rate>>, counts: bool) -> Jso
                     cell.clone(),
                     Json::Obj(
                         m.iter()
-                            .map(|(w, r)| (w.clone(), if counts { r.json_counts() } else { r.json() }))
+                            .map(|(w, r)| {
+                                (w.clone(), if counts { r.json_counts() } else { r.json() })
+                            })
                             .collect(),
                     ),
                 )
@@ -354,8 +374,12 @@ fn summary_json(r: &Results<'_>, s: &EvalSummary) -> Json {
                             .map(|(d, _)| {
                                 Json::str(d.decision.as_ref().map_or_else(
                                     || {
-                                        if d.error.is_some() { "error" } else { "no_gate" }
-                                            .to_string()
+                                        if d.error.is_some() {
+                                            "error"
+                                        } else {
+                                            "no_gate"
+                                        }
+                                        .to_string()
                                     },
                                     |x| x.decision.as_str().to_string(),
                                 ))
@@ -481,7 +505,9 @@ fn tau_k_json(ab: &Ablation) -> Json {
         };
         models.insert(
             m.name.to_string(),
-            Json::obj().with("edges", edges).with("grid", Json::Obj(grid)),
+            Json::obj()
+                .with("edges", edges)
+                .with("grid", Json::Obj(grid)),
         );
     }
     Json::obj()
@@ -520,23 +546,31 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
     let cells: Vec<&str> = Cell::ALL.iter().map(|c| c.name()).collect();
     let attack = workload_names(r, Kind::Attack);
     let benign = workload_names(r, Kind::Benign);
-    let table = |md: &mut String, t: &BTreeMap<String, BTreeMap<String, Rate>>, names: &[String]| {
-        let _ = writeln!(md, "| cell | {} |", names.join(" | "));
-        let _ = writeln!(md, "|---|{}", "---|".repeat(names.len()));
-        for c in &cells {
-            let row: Vec<String> = names
-                .iter()
-                .map(|w| {
-                    let rate = t.get(*c).and_then(|m| m.get(w)).copied().unwrap_or_default();
-                    format!("{} ({}/{})", rate.short(), rate.successes, rate.total)
-                })
-                .collect();
-            let _ = writeln!(md, "| `{c}` | {} |", row.join(" | "));
-        }
-        md.push('\n');
-    };
+    let table =
+        |md: &mut String, t: &BTreeMap<String, BTreeMap<String, Rate>>, names: &[String]| {
+            let _ = writeln!(md, "| cell | {} |", names.join(" | "));
+            let _ = writeln!(md, "|---|{}", "---|".repeat(names.len()));
+            for c in &cells {
+                let row: Vec<String> = names
+                    .iter()
+                    .map(|w| {
+                        let rate = t
+                            .get(*c)
+                            .and_then(|m| m.get(w))
+                            .copied()
+                            .unwrap_or_default();
+                        format!("{} ({}/{})", rate.short(), rate.successes, rate.total)
+                    })
+                    .collect();
+                let _ = writeln!(md, "| `{c}` | {} |", row.join(" | "));
+            }
+            md.push('\n');
+        };
     let _ = writeln!(md, "## Workloads\n");
-    let _ = writeln!(md, "| workload | kind | title | after | episodes per cell |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| workload | kind | title | after | episodes per cell |\n|---|---|---|---|---|"
+    );
     for (file, w) in &r.ctx.workloads {
         let m = &w.workload;
         let _ = writeln!(
@@ -555,19 +589,36 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
     md.push('\n');
     for (_, w) in &r.ctx.workloads {
         let m = &w.workload;
-        let text = m.description.split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = m
+            .description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         let _ = writeln!(md, "- **{}**: {text}", m.name);
     }
     md.push('\n');
     let _ = writeln!(md, "## Attack success rate\n");
-    let _ = writeln!(md, "Fraction of episodes in which the attacker's call was dispatched (successes/episodes).\n");
+    let _ = writeln!(
+        md,
+        "Fraction of episodes in which the attacker's call was dispatched (successes/episodes).\n"
+    );
     table(&mut md, &s.asr, &attack);
-    let _ = writeln!(md, "Where the attacks were stopped (episodes): `retrieval` = the poisoned entry was dropped by verification, `gate` = the call was proposed and denied, `none` = the attack succeeded.\n");
-    let _ = writeln!(md, "| cell | workload | none | retrieval | gate | other |\n|---|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "Where the attacks were stopped (episodes): `retrieval` = the poisoned entry was dropped by verification, `gate` = the call was proposed and denied, `none` = the attack succeeded.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| cell | workload | none | retrieval | gate | other |\n|---|---|---|---|---|---|"
+    );
     for c in &cells {
         for w in &attack {
             let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
-            for ep in r.episodes.iter().filter(|e| e.cell.name() == *c && &e.workload == w) {
+            for ep in r
+                .episodes
+                .iter()
+                .filter(|e| e.cell.name() == *c && &e.workload == w)
+            {
                 *counts.entry(ep.stopped_by()).or_default() += 1;
             }
             let g = |k: &str| counts.get(k).copied().unwrap_or(0);
@@ -583,12 +634,29 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
     }
     md.push('\n');
     let _ = writeln!(md, "## Benign utility\n");
-    let _ = writeln!(md, "Legitimate-dispatch rate: fraction of episodes in which the legitimate call was dispatched (a false positive is a failure).\n");
+    let _ = writeln!(
+        md,
+        "Legitimate-dispatch rate: fraction of episodes in which the legitimate call was dispatched (a false positive is a failure).\n"
+    );
     table(&mut md, &s.utility, &benign);
-    let _ = writeln!(md, "## Banking pairs (modelled on AgentDojo's banking suite)\n");
-    let _ = writeln!(md, "U = utility under attack (the user task's check), S = security (the injection task's check: T means the attack succeeded), B = utility without attack. Decisions per proposed call in order (`allow`, `deny`, `repair`; `no_gate` where no gate runs).\n");
+    let _ = writeln!(
+        md,
+        "## Banking pairs (modelled on AgentDojo's banking suite)\n"
+    );
+    let _ = writeln!(
+        md,
+        "U = utility under attack (the user task's check), S = security (the injection task's check: T means the attack succeeded), B = utility without attack. Decisions per proposed call in order (`allow`, `deny`, `repair`; `no_gate` where no gate runs).\n"
+    );
     let bcells: Vec<&str> = BankCell::ALL.iter().map(|c| c.name()).collect();
-    let _ = writeln!(md, "| # | pair | core | {} |", bcells.iter().map(|c| format!("`{c}` U/S/B")).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(
+        md,
+        "| # | pair | core | {} |",
+        bcells
+            .iter()
+            .map(|c| format!("`{c}` U/S/B"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
     let _ = writeln!(md, "|---|---|---|{}", "---|".repeat(bcells.len()));
     for p in &r.pairs {
         let row: Vec<String> = BankCell::ALL
@@ -620,7 +688,10 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
     }
     md.push('\n');
     let _ = writeln!(md, "Gate decisions under attack, per proposed call:\n");
-    let _ = writeln!(md, "| pair | `memlineage_deny` | `memlineage_repair` |\n|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| pair | `memlineage_deny` | `memlineage_repair` |\n|---|---|---|"
+    );
     for p in &r.pairs {
         let dec = |c: BankCell| {
             p.run(c, true).map_or_else(String::new, |run| {
@@ -653,26 +724,47 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
                 if let Some(a) = run.utility.agentdojo
                     && a != run.utility.value
                 {
-                    notes.push(format!("utility {} (scored {})", yes(a), yes(run.utility.value)));
+                    notes.push(format!(
+                        "utility {} (scored {})",
+                        yes(a),
+                        yes(run.utility.value)
+                    ));
                 }
                 if let Some(a) = run.security.agentdojo
                     && a != run.security.value
                 {
-                    notes.push(format!("security {} (scored {})", yes(a), yes(run.security.value)));
+                    notes.push(format!(
+                        "security {} (scored {})",
+                        yes(a),
+                        yes(run.security.value)
+                    ));
                 }
-                (!notes.is_empty()).then(|| format!("- `{}` under `{}`: AgentDojo's own check says {}.", p.spec.name, c.name(), notes.join(", ")))
+                (!notes.is_empty()).then(|| {
+                    format!(
+                        "- `{}` under `{}`: AgentDojo's own check says {}.",
+                        p.spec.name,
+                        c.name(),
+                        notes.join(", ")
+                    )
+                })
             })
         })
         .collect();
     if !agentdojo_notes.is_empty() {
-        let _ = writeln!(md, "Where AgentDojo's literal check differs from the one scored (UT6's vacuous utility check, IT0's operator-precedence slip):\n");
+        let _ = writeln!(
+            md,
+            "Where AgentDojo's literal check differs from the one scored (UT6's vacuous utility check, IT0's operator-precedence slip):\n"
+        );
         for n in agentdojo_notes {
             let _ = writeln!(md, "{n}");
         }
         md.push('\n');
     }
     let _ = writeln!(md, "Overall:\n");
-    let _ = writeln!(md, "| cell | ASR (core 6) | utility under attack (core 6) | benign utility (core 6) | ASR (all) | utility (all) | benign utility (all) |\n|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| cell | ASR (core 6) | utility under attack (core 6) | benign utility (core 6) | ASR (all) | utility (all) | benign utility (all) |\n|---|---|---|---|---|---|---|"
+    );
     let all = banking_rates(&r.pairs, false);
     for c in &bcells {
         let core = s.banking.get(*c).copied().unwrap_or_default();
@@ -697,7 +789,11 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
     md.push('\n');
     let _ = writeln!(md, "## τ×K ablation\n");
     let ab = &r.ablation;
-    let _ = writeln!(md, "An EXTERNAL root and a chain of K agent summaries, one parent each; edge k weighs w_k. Largest τ on the grid (step {}) at which the tip is still untrusted (\"safe\").\n", bp_decimal(ab.taus.get(1).copied().unwrap_or(0), 2));
+    let _ = writeln!(
+        md,
+        "An EXTERNAL root and a chain of K agent summaries, one parent each; edge k weighs w_k. Largest τ on the grid (step {}) at which the tip is still untrusted (\"safe\").\n",
+        bp_decimal(ab.taus.get(1).copied().unwrap_or(0), 2)
+    );
     for fallback in ["permissive", "strict"] {
         let _ = writeln!(md, "### Largest safe τ, {fallback} fallback\n");
         let ks: Vec<String> = (1..=ab.max_k).map(|k| format!("K={k}")).collect();
@@ -717,7 +813,14 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
         md.push('\n');
     }
     let _ = writeln!(md, "Edge weights:\n");
-    let _ = writeln!(md, "| weights | {} |", (1..=ab.max_k).map(|k| format!("w{k}")).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(
+        md,
+        "| weights | {} |",
+        (1..=ab.max_k)
+            .map(|k| format!("w{k}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
     let _ = writeln!(md, "|---|{}", "---|".repeat(ab.max_k as usize));
     for m in &ab.models {
         let row: Vec<String> = match &m.edges {
@@ -727,11 +830,19 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
         let _ = writeln!(md, "| {} | {} |", m.name, row.join(" | "));
     }
     md.push('\n');
-    let _ = writeln!(md, "Where EXTERNAL reaches the tip (permissive fallback): ■ = the tip is untrusted, · = laundered. Columns are τ = {} … {}.\n", bp_decimal(ab.taus[0], 2), bp_decimal(*ab.taus.last().unwrap_or(&10_000), 2));
+    let _ = writeln!(
+        md,
+        "Where EXTERNAL reaches the tip (permissive fallback): ■ = the tip is untrusted, · = laundered. Columns are τ = {} … {}.\n",
+        bp_decimal(ab.taus[0], 2),
+        bp_decimal(*ab.taus.last().unwrap_or(&10_000), 2)
+    );
     for m in &ab.models {
         let _ = writeln!(md, "**{}**\n", m.name);
         if m.edges.is_none() {
-            let _ = writeln!(md, "not measured (see `crates/memlineage-eval/scenarios/measured_weights.toml`)\n");
+            let _ = writeln!(
+                md,
+                "not measured (see `crates/memlineage-eval/scenarios/measured_weights.toml`)\n"
+            );
             continue;
         }
         let mut block = String::new();
@@ -739,15 +850,18 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
             .taus
             .iter()
             .enumerate()
-            .map(|(i, t)| if i % 4 == 0 { format!("{:<8}", bp_decimal(*t, 2)) } else { String::new() })
+            .map(|(i, t)| {
+                if i % 4 == 0 {
+                    format!("{:<8}", bp_decimal(*t, 2))
+                } else {
+                    String::new()
+                }
+            })
             .collect();
         let _ = writeln!(block, "τ:   {}", header.trim_end());
         if let Some(rows) = m.grid.get("permissive") {
             for (k, row) in rows.iter().enumerate() {
-                let marks: String = row
-                    .iter()
-                    .map(|u| if *u { "■ " } else { "· " })
-                    .collect();
+                let marks: String = row.iter().map(|u| if *u { "■ " } else { "· " }).collect();
                 let _ = writeln!(block, "K={}  {}", k + 1, marks.trim_end());
             }
         }
@@ -761,7 +875,11 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
         "See `trace.md`: deny mode **{}**, repair **{}**, sig_only_baseline {}.\n",
         r.trace.deny,
         r.trace.repair,
-        if r.trace.sig_only_dispatched { "dispatches the attacker's call" } else { "does not dispatch" }
+        if r.trace.sig_only_dispatched {
+            "dispatches the attacker's call"
+        } else {
+            "does not dispatch"
+        }
     );
     md
 }
@@ -769,7 +887,10 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
 pub(crate) fn headline(s: &EvalSummary) -> String {
     let mut out = String::new();
     let paper = ["poison_raw", "graft", "sleeper_derived"];
-    let _ = writeln!(out, "ASR (poison_raw / graft / sleeper_derived), other workloads in summary.json:");
+    let _ = writeln!(
+        out,
+        "ASR (poison_raw / graft / sleeper_derived), other workloads in summary.json:"
+    );
     for c in Cell::ALL {
         if let Some(m) = s.asr.get(c.name()) {
             let v: Vec<String> = paper
@@ -782,7 +903,11 @@ pub(crate) fn headline(s: &EvalSummary) -> String {
     let _ = writeln!(out, "benign utility (min over workflows):");
     for c in Cell::ALL {
         if let Some(m) = s.utility.get(c.name()) {
-            let min = m.values().min_by_key(|r| r.bp()).copied().unwrap_or_default();
+            let min = m
+                .values()
+                .min_by_key(|r| r.bp())
+                .copied()
+                .unwrap_or_default();
             let _ = writeln!(out, "  {:<20} {}", c.name(), min.short());
         }
     }

@@ -16,7 +16,8 @@ include!(concat!(env!("OUT_DIR"), "/workloads.rs"));
 /// The agent, its world and its grammar.
 pub(crate) const AGENT_FILE: (&str, &str) = ("agent.toml", include_str!("../scenarios/agent.toml"));
 /// The gate policy of the `memlineage*` cells.
-pub(crate) const POLICY_FILE: (&str, &str) = ("policy.toml", include_str!("../scenarios/policy.toml"));
+pub(crate) const POLICY_FILE: (&str, &str) =
+    ("policy.toml", include_str!("../scenarios/policy.toml"));
 /// The AgentDojo-modelled banking suite and its pairs.
 pub(crate) const BANKING_FILE: (&str, &str) =
     ("banking.toml", include_str!("../scenarios/banking.toml"));
@@ -310,9 +311,7 @@ impl WorkloadFile {
         for (name, spec) in &self.vars {
             let v = match spec {
                 VarSpec::List(l) => pick(&mut rng, l),
-                VarSpec::Cycle { cycle } => {
-                    cycle[(index as usize) % cycle.len().max(1)].clone()
-                }
+                VarSpec::Cycle { cycle } => cycle[(index as usize) % cycle.len().max(1)].clone(),
                 VarSpec::Range { range: [lo, hi] } => {
                     let span = u64::from(hi.saturating_sub(*lo)) + 1;
                     (u64::from(*lo) + rng.next_u64() % span).to_string()
@@ -376,7 +375,9 @@ impl WorkloadFile {
             WeightsName::UnderTau | WeightsName::UnderTauCover
         ) && !self.vars.contains_key("margin")
         {
-            return Err(err("weights under_tau need a `margin` variable (basis points)".into()));
+            return Err(err(
+                "weights under_tau need a `margin` variable (basis points)".into(),
+            ));
         }
         Ok(())
     }

@@ -33,7 +33,10 @@ pub(crate) fn asr_bars(
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">"
     );
-    let _ = writeln!(s, "<rect width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>");
+    let _ = writeln!(
+        s,
+        "<rect width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>"
+    );
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"24\" font-size=\"15\" text-anchor=\"middle\">{}</text>",
@@ -127,7 +130,10 @@ pub(crate) fn tau_k_heatmap(ab: &Ablation) -> String {
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"10\">"
     );
-    let _ = writeln!(s, "<rect width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>");
+    let _ = writeln!(
+        s,
+        "<rect width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>"
+    );
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">Does EXTERNAL reach the tip of a K-chain? (permissive fallback)</text>",

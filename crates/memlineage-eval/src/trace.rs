@@ -79,17 +79,37 @@ fn sessions<'a>(
         inbox: world::scope(&a.inbox_scope)?,
         sessions: world::scope(&a.session_scope)?,
     };
-    agent.write_root(&cfg.note_writer, EntryKind::UserInput, &agent.memory, &cfg.note)?;
+    agent.write_root(
+        &cfg.note_writer,
+        EntryKind::UserInput,
+        &agent.memory,
+        &cfg.note,
+    )?;
     // Session 1: retrieval-augmented answer from a web page, remembered.
-    let request1 = agent.write_root("user", EntryKind::UserInput, &agent.sessions, &cfg.session1_request)?;
-    let page = agent.write_root(&cfg.web_writer, EntryKind::ToolOutput, &agent.inbox, &cfg.web_page)?;
+    let request1 = agent.write_root(
+        "user",
+        EntryKind::UserInput,
+        &agent.sessions,
+        &cfg.session1_request,
+    )?;
+    let page = agent.write_root(
+        &cfg.web_writer,
+        EntryKind::ToolOutput,
+        &agent.inbox,
+        &cfg.web_page,
+    )?;
     let ctx1 = vec![request1.clone(), page.clone()];
     let mut vars = BTreeMap::new();
     vars.insert("carry".to_string(), agent.carry(&ctx1));
     let content = crate::grammar::substitute(&cfg.memorise, &vars);
     let summary = agent.memorise(&ctx1, &content, WeightsName::Coarse, 0)?;
     // Session 2: a later request; memory search returns the note and the summary, not the page.
-    let request2 = agent.write_root("user", EntryKind::UserInput, &agent.sessions, &cfg.session2_request)?;
+    let request2 = agent.write_root(
+        "user",
+        EntryKind::UserInput,
+        &agent.sessions,
+        &cfg.session2_request,
+    )?;
     let retrieved = agent.search(&cfg.session2_request)?;
     let mut context2 = vec![request2.clone()];
     context2.extend(retrieved.items);
@@ -104,8 +124,16 @@ fn sessions<'a>(
 }
 
 fn decision_md(out: &mut String, d: &GateDecision, names: &BTreeMap<EntryId, String>) {
-    let _ = writeln!(out, "**Decision: {}** — {}\n", d.decision.as_str(), d.summary);
-    let _ = writeln!(out, "| parameter | outcome | traced via | justified by | lineage path to the untrusted root |");
+    let _ = writeln!(
+        out,
+        "**Decision: {}** — {}\n",
+        d.decision.as_str(),
+        d.summary
+    );
+    let _ = writeln!(
+        out,
+        "| parameter | outcome | traced via | justified by | lineage path to the untrusted root |"
+    );
     let _ = writeln!(out, "|---|---|---|---|---|");
     for r in &d.reasons {
         let just: Vec<String> = r
@@ -124,8 +152,16 @@ fn decision_md(out: &mut String, d: &GateDecision, names: &BTreeMap<EntryId, Str
             r.param,
             r.outcome,
             r.via,
-            if just.is_empty() { "—".to_string() } else { just.join(", ") },
-            if path.is_empty() { "—".to_string() } else { path.join(" → ") },
+            if just.is_empty() {
+                "—".to_string()
+            } else {
+                just.join(", ")
+            },
+            if path.is_empty() {
+                "—".to_string()
+            } else {
+                path.join(" → ")
+            },
         );
     }
     out.push('\n');
@@ -139,7 +175,10 @@ fn decision_md(out: &mut String, d: &GateDecision, names: &BTreeMap<EntryId, Str
             rep.param,
             rep.old,
             rep.new,
-            names.get(&rep.source).cloned().unwrap_or_else(|| rep.source.short()),
+            names
+                .get(&rep.source)
+                .cloned()
+                .unwrap_or_else(|| rep.source.short()),
             rep.source_label
         );
     }
@@ -178,10 +217,16 @@ pub(crate) fn run(
     };
 
     let mut names: BTreeMap<EntryId, String> = BTreeMap::new();
-    names.insert(s.request1.id, format!("request 1 `{}`", s.request1.id.short()));
+    names.insert(
+        s.request1.id,
+        format!("request 1 `{}`", s.request1.id.short()),
+    );
     names.insert(s.page.id, format!("web page `{}`", s.page.id.short()));
     names.insert(s.summary.id, format!("summary `{}`", s.summary.id.short()));
-    names.insert(s.request2.id, format!("request 2 `{}`", s.request2.id.short()));
+    names.insert(
+        s.request2.id,
+        format!("request 2 `{}`", s.request2.id.short()),
+    );
     for i in &s.context2 {
         names
             .entry(i.id)
@@ -204,7 +249,10 @@ pub(crate) fn run(
         cfg.note_writer
     );
     md.push_str(&fence("text", &cfg.note));
-    let _ = writeln!(md, "\n## Session 1: retrieval-augmented answer, remembered\n");
+    let _ = writeln!(
+        md,
+        "\n## Session 1: retrieval-augmented answer, remembered\n"
+    );
     let _ = writeln!(
         md,
         "1. The user asks (entry `{}`, **{}**):\n",
@@ -220,8 +268,14 @@ pub(crate) fn run(
         s.page.id.short(),
         s.page.label
     );
-    let _ = writeln!(md, "3. The prompt of session 1, as the agent renders it (structural blocks with the trust label in the header; content escaped):\n");
-    md.push_str(&fence("xml", &rendered(&[s.request1.clone(), s.page.clone()])));
+    let _ = writeln!(
+        md,
+        "3. The prompt of session 1, as the agent renders it (structural blocks with the trust label in the header; content escaped):\n"
+    );
+    md.push_str(&fence(
+        "xml",
+        &rendered(&[s.request1.clone(), s.page.clone()]),
+    ));
     let _ = writeln!(
         md,
         "\n4. The laundering step. The agent summarises what it read and remembers it: a new entry \
@@ -232,8 +286,16 @@ pub(crate) fn run(
         s.summary.label
     );
     md.push_str(&fence("text", &s.summary.text));
-    let _ = writeln!(md, "\nWhy this label ({}):\n\n> {}\n", explanation.label, explanation.text.replace('\n', "\n> "));
-    let _ = writeln!(md, "## Session 2: a later request recalls only the memory\n");
+    let _ = writeln!(
+        md,
+        "\nWhy this label ({}):\n\n> {}\n",
+        explanation.label,
+        explanation.text.replace('\n', "\n> ")
+    );
+    let _ = writeln!(
+        md,
+        "## Session 2: a later request recalls only the memory\n"
+    );
     let _ = writeln!(
         md,
         "1. The user asks (entry `{}`, **{}**):\n",
@@ -250,7 +312,14 @@ pub(crate) fn run(
     md.push_str(&fence("xml", &rendered(&s.context2)));
     let _ = writeln!(md, "\n| entry | writer | kind | label |\n|---|---|---|---|");
     for i in &s.context2 {
-        let _ = writeln!(md, "| `{}` | `{}` | {} | **{}** |", i.id.short(), i.writer, i.kind, i.label);
+        let _ = writeln!(
+            md,
+            "| `{}` | `{}` | {} | **{}** |",
+            i.id.short(),
+            i.writer,
+            i.kind,
+            i.label
+        );
     }
     let _ = writeln!(
         md,
@@ -262,7 +331,11 @@ pub(crate) fn run(
     match &deny.decision {
         Some(d) => decision_md(&mut md, d, &names),
         None => {
-            let _ = writeln!(md, "Gate error: {}\n", deny.error.clone().unwrap_or_default());
+            let _ = writeln!(
+                md,
+                "Gate error: {}\n",
+                deny.error.clone().unwrap_or_default()
+            );
         }
     }
     let _ = writeln!(
@@ -273,7 +346,11 @@ pub(crate) fn run(
     match &repair.decision {
         Some(d) => decision_md(&mut md, d, &names),
         None => {
-            let _ = writeln!(md, "Gate error: {}\n", repair.error.clone().unwrap_or_default());
+            let _ = writeln!(
+                md,
+                "Gate error: {}\n",
+                repair.error.clone().unwrap_or_default()
+            );
         }
     }
     if let Some(c) = &repair.dispatched {
@@ -284,7 +361,11 @@ pub(crate) fn run(
         md,
         "The same two sessions with signatures and Merkle proofs verified but no lineage: the summary \
          is validly signed by the agent, so it is trusted, and the call is {}.\n",
-        if sig_dispatched { "**dispatched** — the attack succeeds" } else { "not dispatched" }
+        if sig_dispatched {
+            "**dispatched** — the attack succeeds"
+        } else {
+            "not dispatched"
+        }
     );
     let _ = writeln!(md, "## The lineage of the summary\n");
     let _ = writeln!(

@@ -104,10 +104,13 @@ impl Episode {
             })
             .collect();
         Json::obj()
-            .with("table", Json::str(match self.kind {
-                Kind::Attack => "asr",
-                Kind::Benign => "utility",
-            }))
+            .with(
+                "table",
+                Json::str(match self.kind {
+                    Kind::Attack => "asr",
+                    Kind::Benign => "utility",
+                }),
+            )
             .with("cell", Json::str(self.cell.name()))
             .with("workload", Json::str(self.workload.clone()))
             .with("episode", Json::int(self.index))
@@ -169,9 +172,9 @@ impl<'a> Runner<'a> {
             sessions: world::scope(&cfg.session_scope)?,
         };
         let margin: u16 = match vars.get("margin") {
-            Some(m) => m
-                .parse()
-                .map_err(|_| EvalError::scenario(self.file, format!("margin `{m}` is not a number")))?,
+            Some(m) => m.parse().map_err(|_| {
+                EvalError::scenario(self.file, format!("margin `{m}` is not a number"))
+            })?,
             None => 0,
         };
         let weights = self.workload.workload.weights;
@@ -219,9 +222,12 @@ impl<'a> Runner<'a> {
                 }
                 Step::ForgetIngested { erase } => {
                     for id in &ingested {
-                        agent
-                            .mem
-                            .forget("operator", id, *erase, "cleanup of a processed message")?;
+                        agent.mem.forget(
+                            "operator",
+                            id,
+                            *erase,
+                            "cleanup of a processed message",
+                        )?;
                     }
                 }
                 Step::Session {
@@ -239,7 +245,10 @@ impl<'a> Runner<'a> {
                         Some(r) => {
                             let r = substitute(r, &vars);
                             r.parse().map_err(|_| {
-                                EvalError::scenario(self.file, format!("repeat `{r}` is not a number"))
+                                EvalError::scenario(
+                                    self.file,
+                                    format!("repeat `{r}` is not a number"),
+                                )
                             })?
                         }
                         None => 1,
@@ -249,11 +258,17 @@ impl<'a> Runner<'a> {
                         let mut v = vars.clone();
                         v.insert("session".to_string(), rep.to_string());
                         let request_text = substitute(request, &v);
-                        let req =
-                            agent.write_root(user, EntryKind::UserInput, &agent.sessions, &request_text)?;
+                        let req = agent.write_root(
+                            user,
+                            EntryKind::UserInput,
+                            &agent.sessions,
+                            &request_text,
+                        )?;
                         let retrieved = match (retrieve, tip) {
                             (Retrieve::None, _) => Retrieved::default(),
-                            (Retrieve::Tip | Retrieve::TipOrSearch, Some(t)) => agent.recall(&[t])?,
+                            (Retrieve::Tip | Retrieve::TipOrSearch, Some(t)) => {
+                                agent.recall(&[t])?
+                            }
                             (Retrieve::Tip, None) => Retrieved::default(),
                             (Retrieve::Search | Retrieve::TipOrSearch, _) => {
                                 let q = query

@@ -5,10 +5,10 @@ use crate::error::EvalError;
 use crate::scenario::AgentFile;
 use memlineage::store::{NewRecord, Store};
 use memlineage::{Memory, Settings, SqliteStore, StepClock};
-use memlineage_core::entry::{EntryBody, EntryKind, Scope, SignedEntry};
-use memlineage_core::label::{Fallback, TrustLabel, Weight};
 use memlineage_core::canonical;
+use memlineage_core::entry::{EntryBody, EntryKind, Scope, SignedEntry};
 use memlineage_core::keys::Domain;
+use memlineage_core::label::{Fallback, TrustLabel, Weight};
 use memlineage_core::{EntryId, Hash256, keys};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -26,10 +26,9 @@ pub(crate) fn new_memory(agent: &AgentFile, fallback: Fallback) -> Result<Mem, E
         tau: cfg.tau,
         fallback,
     };
-    let operator = agent
-        .principal
-        .first()
-        .ok_or_else(|| EvalError::scenario("agent.toml", "no principal (the first is the operator)"))?;
+    let operator = agent.principal.first().ok_or_else(|| {
+        EvalError::scenario("agent.toml", "no principal (the first is the operator)")
+    })?;
     let mem = Memory::init(
         SqliteStore::in_memory()?,
         settings,
@@ -90,11 +89,9 @@ pub(crate) fn plant_raw(
         .find(|p| p.name == atk.impersonates)
         .ok_or_else(|| EvalError::scenario("agent.toml", "`impersonates` names no principal"))?;
     let (writer, signing_seed, claimed_seed) = match forgery {
-        Forgery::Unsigned | Forgery::Forged => (
-            atk.impersonates.clone(),
-            atk.forger_seed,
-            impersonated.seed,
-        ),
+        Forgery::Unsigned | Forgery::Forged => {
+            (atk.impersonates.clone(), atk.forger_seed, impersonated.seed)
+        }
         Forgery::Unregistered => (
             atk.unregistered_name.clone(),
             atk.unregistered_seed,

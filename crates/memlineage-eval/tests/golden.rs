@@ -24,7 +24,12 @@ fn first_difference(a: &str, b: &str) -> String {
     for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
         if x != y {
             let cut = |s: &str| s.chars().take(300).collect::<String>();
-            return format!("line {}:\n  expected: {}\n  actual:   {}", i + 1, cut(x), cut(y));
+            return format!(
+                "line {}:\n  expected: {}\n  actual:   {}",
+                i + 1,
+                cut(x),
+                cut(y)
+            );
         }
     }
     format!(
@@ -39,7 +44,10 @@ fn compare(expected_dir: &Path, actual_dir: &Path, files: &[String]) -> Vec<Stri
     for f in files {
         let actual = std::fs::read(actual_dir.join(f)).expect("generated file");
         match std::fs::read(expected_dir.join(f)) {
-            Err(e) => problems.push(format!("{f}: missing from {} ({e})", expected_dir.display())),
+            Err(e) => problems.push(format!(
+                "{f}: missing from {} ({e})",
+                expected_dir.display()
+            )),
             Ok(expected) if expected != actual => problems.push(format!(
                 "{f} differs: {}",
                 first_difference(
@@ -117,6 +125,11 @@ fn headline_numbers() {
         }
     }
     assert_eq!(v["banking"]["memlineage_repair"]["asr"].as_f64(), Some(0.0));
-    let u = v["banking"]["memlineage_repair"]["utility"].as_f64().expect("number");
-    assert!((u - 5.0 / 6.0).abs() < 1e-3, "repair keeps utility on 5 of 6: {u}");
+    let u = v["banking"]["memlineage_repair"]["utility"]
+        .as_f64()
+        .expect("number");
+    assert!(
+        (u - 5.0 / 6.0).abs() < 1e-3,
+        "repair keeps utility on 5 of 6: {u}"
+    );
 }

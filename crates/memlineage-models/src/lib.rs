@@ -106,7 +106,7 @@ impl LocalModel {
     }
 
     /// Loads a GGUF llama model (weights and tokenizer) onto the CPU, with the default
-    /// [`Compute::F32`] (fast; ~0.55 GB of memory for SmolLM2-135M).
+    /// [`Compute::F32`] (fast; ~0.57 GB of memory for SmolLM2-135M).
     pub fn load(path: &Path) -> Result<Self, ModelError> {
         Self::load_with(path, Compute::default())
     }

@@ -30,7 +30,7 @@ use crate::ModelError;
 pub enum Compute {
     /// Dequantize every weight matrix to `f32` once, at load, and multiply with candle's `f32`
     /// matmul (the `gemm` crate, which picks AVX2 / AVX-512 / NEON kernels at run time).
-    /// About 0.55 GB of memory, and many times faster than [`Compute::Quantized`] on x86-64:
+    /// About 0.57 GB of memory, and many times faster than [`Compute::Quantized`] on x86-64:
     /// candle has no SIMD kernel for Q4_1 at all, and its Q8_0 kernels are only compiled in with
     /// `-C target-cpu` flags. The weights are exactly the file's (dequantization is exact); only
     /// the activations stay in `f32` instead of being rounded to 8 bits per matmul.

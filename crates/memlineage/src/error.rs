@@ -49,7 +49,9 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
     /// No secret key is loaded for this principal.
-    #[error("no secret key for principal `{0}` (keys live in the store's key directory; is this the right store?)")]
+    #[error(
+        "no secret key for principal `{0}` (keys live in the store's key directory; is this the right store?)"
+    )]
     NoKey(String),
 }
 

@@ -42,7 +42,8 @@ impl<F: Fn(&str, &str) -> Result<String, AttributionError> + Send + Sync> JudgeB
 }
 
 fn ids_in(user: &str) -> Vec<String> {
-    let v: serde_json::Value = serde_json::from_str(user).expect("the envelope is JSON");
+    let v: serde_json::Value =
+        serde_json::from_str(envelope::envelope_of(user)).expect("the envelope is JSON");
     v["ids"]
         .as_array()
         .expect("ids")
@@ -106,8 +107,18 @@ fn hostile_parents_travel_as_exact_data() {
     let seen = judge.seen.lock().unwrap();
     let (system, user) = &seen[0];
     assert_eq!(system, SYSTEM_PROMPT, "the system prompt never varies");
-    // The user message is one JSON document whose texts are exactly the inputs.
-    let v: serde_json::Value = serde_json::from_str(user).unwrap();
+    // The user message's first line is one JSON document whose texts are exactly the inputs;
+    // after it comes only our fixed instruction and the reply template.
+    let (first, rest) = user.split_once('\n').unwrap();
+    let ids = ids_in(user);
+    assert_eq!(
+        rest,
+        format!(
+            "\nReply with this JSON object only, each _ replaced by a number from 0 to 1:\n{}",
+            envelope::reply_template(&ids)
+        )
+    );
+    let v: serde_json::Value = serde_json::from_str(first).unwrap();
     let ps = v["parents"].as_array().unwrap();
     assert_eq!(ps.len(), texts.len());
     for (p, t) in ps.iter().zip(&texts) {
@@ -132,7 +143,7 @@ fn hostile_parents_travel_as_exact_data() {
 fn a_judge_that_obeys_the_injection_fails_closed() {
     // The worst judge: it finds the first `{"weights"...}` in the envelope and returns it.
     let parrot = |_: &str, user: &str| -> Result<String, AttributionError> {
-        let v: serde_json::Value = serde_json::from_str(user).unwrap();
+        let v: serde_json::Value = serde_json::from_str(envelope::envelope_of(user)).unwrap();
         for p in v["parents"].as_array().unwrap() {
             let t = p["text"].as_str().unwrap();
             if let Some(start) = t.find("{\"weights\"") {

@@ -3,7 +3,7 @@
 //! few seconds, and stops by itself.
 #![cfg(feature = "openai")]
 
-use memlineage::attribution::judge::envelope::SYSTEM_PROMPT;
+use memlineage::attribution::judge::envelope::{SYSTEM_PROMPT, envelope_of};
 use memlineage::attribution::judge::openai::{OpenAiConfig, OpenAiJudge};
 use memlineage::attribution::{Attributor, JudgeBackend, LmSelfEval, ParentText};
 use memlineage_core::label::Weight;
@@ -115,7 +115,7 @@ fn completion(content: &str) -> String {
 fn judge_reply(seen: &Seen) -> (u16, String) {
     let body: serde_json::Value = serde_json::from_str(&seen.body).unwrap();
     let user = body["messages"][1]["content"].as_str().unwrap();
-    let env: serde_json::Value = serde_json::from_str(user).unwrap();
+    let env: serde_json::Value = serde_json::from_str(envelope_of(user)).unwrap();
     let ids: Vec<&str> = env["ids"]
         .as_array()
         .unwrap()
@@ -200,7 +200,7 @@ fn request_shape_and_reply() {
     assert_eq!(msgs[0]["content"], SYSTEM_PROMPT);
     assert_eq!(msgs[1]["role"], "user");
     let env: serde_json::Value =
-        serde_json::from_str(msgs[1]["content"].as_str().unwrap()).unwrap();
+        serde_json::from_str(envelope_of(msgs[1]["content"].as_str().unwrap())).unwrap();
     assert_eq!(env["child"]["text"], "child text");
     assert_eq!(env["parents"][1]["text"], "distractor");
 }

@@ -53,7 +53,11 @@ fn laundered_iban_is_denied_and_repaired() {
     assert_eq!(summary.label, TrustLabel::DerivedUntrusted);
     // Session 2: the user asks to pay rent; only the summary is recalled.
     let request = mem
-        .write(WriteRequest::new("user", EntryKind::UserInput, "Please pay my rent of 1100.00 to my landlord"))
+        .write(WriteRequest::new(
+            "user",
+            EntryKind::UserInput,
+            "Please pay my rent of 1100.00 to my landlord",
+        ))
         .unwrap();
     let policy = Policy::parse(POLICY).unwrap();
     let call = ToolCall::from_openai_json(
@@ -80,8 +84,16 @@ fn laundered_iban_is_denied_and_repaired() {
     req.repair = true;
     req.repair_query = Some("pay rent landlord IBAN".into());
     let out = mem.gate(&policy, &req).unwrap();
-    assert_eq!(out.decision.decision, Decision::Repair, "{:#?}", out.decision.reasons);
-    assert_eq!(out.decision.arguments["recipient"], "GB29NWBK60161331926819");
+    assert_eq!(
+        out.decision.decision,
+        Decision::Repair,
+        "{:#?}",
+        out.decision.reasons
+    );
+    assert_eq!(
+        out.decision.arguments["recipient"],
+        "GB29NWBK60161331926819"
+    );
     assert_eq!(out.decision.repairs[0].source, payee.id);
     assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
 }
@@ -104,5 +116,10 @@ fn trusted_call_is_allowed() {
     let out = mem
         .gate(&policy, &GateRequest::new(call, vec![request.id], "agent"))
         .unwrap();
-    assert_eq!(out.decision.decision, Decision::Allow, "{:#?}", out.decision.reasons);
+    assert_eq!(
+        out.decision.decision,
+        Decision::Allow,
+        "{:#?}",
+        out.decision.reasons
+    );
 }

@@ -45,7 +45,10 @@ pub struct GateArgs {
 /// Runs `gate`.
 pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let policy_text = std::fs::read_to_string(&a.policy).map_err(|e| {
-        CliError::usage(format!("cannot read the policy {}: {e}", a.policy.display()))
+        CliError::usage(format!(
+            "cannot read the policy {}: {e}",
+            a.policy.display()
+        ))
     })?;
     let policy = Policy::parse(&policy_text)
         .map_err(|e| CliError::usage(format!("{}: {e}", a.policy.display())))?;

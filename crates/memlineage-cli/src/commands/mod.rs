@@ -3,9 +3,11 @@
 
 pub mod control;
 pub mod debug;
+pub mod gate;
 pub mod init;
 pub mod principal;
 pub mod proof;
+pub mod query;
 pub mod read;
 pub mod verify;
 pub mod write;

@@ -119,8 +119,9 @@ pub fn lineage(a: LineageArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let json = fmt::to_json(&g);
     let text = match a.format {
         LineageFormat::Text => fmt::to_text(&g),
-        LineageFormat::Json => serde_json::to_string_pretty(&json)
-            .map_err(|e| CliError::failed(e.to_string()))?,
+        LineageFormat::Json => {
+            serde_json::to_string_pretty(&json).map_err(|e| CliError::failed(e.to_string()))?
+        }
         LineageFormat::Dot => fmt::to_dot(&g),
         LineageFormat::Mermaid => fmt::to_mermaid(&g),
     };

@@ -95,7 +95,10 @@ impl<'a> Fields<'a> {
 }
 
 fn type_err(key: &'static str, expected: &str, found: &Value) -> EntryError {
-    field_err(key, format!("expected {expected}, found {}", found.type_name()))
+    field_err(
+        key,
+        format!("expected {expected}, found {}", found.type_name()),
+    )
 }
 
 /// Builds a map value from text keys.

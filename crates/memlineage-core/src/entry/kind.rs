@@ -4,7 +4,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// What kind of record an entry is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     /// The user's own words.
@@ -56,7 +58,10 @@ impl EntryKind {
     pub fn is_control(self) -> bool {
         matches!(
             self,
-            EntryKind::Tombstone | EntryKind::Distrust | EntryKind::GateDecision | EntryKind::Registry
+            EntryKind::Tombstone
+                | EntryKind::Distrust
+                | EntryKind::GateDecision
+                | EntryKind::Registry
         )
     }
 }

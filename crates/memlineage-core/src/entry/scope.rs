@@ -31,13 +31,17 @@ impl Scope {
         }
         for seg in segments {
             if seg.is_empty() || seg.len() > 64 {
-                return Err(err("each segment must be 1 to 64 characters (no empty segments)"));
+                return Err(err(
+                    "each segment must be 1 to 64 characters (no empty segments)",
+                ));
             }
             if !seg
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'-'))
             {
-                return Err(err("segments may only use letters, digits, `.`, `_`, `@` and `-`"));
+                return Err(err(
+                    "segments may only use letters, digits, `.`, `_`, `@` and `-`",
+                ));
             }
         }
         Ok(Scope(s.to_string()))

@@ -22,7 +22,10 @@ impl SignedEntry {
     pub fn sign(body: EntryBody, key: &SigningKey) -> Result<SignedEntry, EntryError> {
         body.validate()?;
         if body.key_id != keys::key_id(&key.verifying_key()) {
-            return Err(field_err("key", "the key id does not match the signing key"));
+            return Err(field_err(
+                "key",
+                "the key id does not match the signing key",
+            ));
         }
         let body_bytes = canonical::encode(&body.to_value())?;
         let signature = keys::sign(key, Domain::EntryV1, &body_bytes);
@@ -43,7 +46,8 @@ impl SignedEntry {
         let body_value = f.take("body")?;
         let sig = f.bytes("sig")?;
         f.finish()?;
-        let signature = keys::signature_from_bytes(sig).map_err(|e| field_err("sig", e.to_string()))?;
+        let signature =
+            keys::signature_from_bytes(sig).map_err(|e| field_err("sig", e.to_string()))?;
         let body = EntryBody::from_value(body_value)?;
         let body_bytes = canonical::encode(body_value)?;
         let id = EntryId(Hash256::of(&body_bytes));

@@ -124,7 +124,11 @@ impl Env {
                     date: text("date"),
                     recurring: call.name == "schedule_transaction" && flag("recurring"),
                 };
-                let msg = format!("Transaction to {} for {} ", tx.recipient, tx.amount.python());
+                let msg = format!(
+                    "Transaction to {} for {} ",
+                    tx.recipient,
+                    tx.amount.python()
+                );
                 if call.name == "send_money" {
                     self.transactions.push(tx);
                     Ok(msg + "sent.")

@@ -330,9 +330,7 @@ impl<'a> Bank<'a> {
             .injection_task
             .iter()
             .find(|u| u.id == id)
-            .ok_or_else(|| {
-                EvalError::scenario("banking.toml", format!("no injection task `{id}`"))
-            })
+            .ok_or_else(|| EvalError::scenario("banking.toml", format!("no injection task `{id}`")))
     }
 
     /// The environment, with `payload` (if any) placed in the pair's vector.
@@ -512,10 +510,7 @@ impl<'a> Bank<'a> {
                 }
             }
             planned.push(Planned {
-                call: Call::new(
-                    &c.tool,
-                    c.args.iter().map(|(k, v)| (k.clone(), arg_of(v))),
-                ),
+                call: Call::new(&c.tool, c.args.iter().map(|(k, v)| (k.clone(), arg_of(v)))),
                 slots,
                 cited,
             });
@@ -573,7 +568,10 @@ impl<'a> Bank<'a> {
                             Source::Prompt => prompt.id,
                             Source::Ledger(x) => ledger_id(x)?,
                             Source::File(f) => *files.get(f).ok_or_else(|| {
-                                EvalError::scenario("banking.toml", format!("file `{f}` is not read"))
+                                EvalError::scenario(
+                                    "banking.toml",
+                                    format!("file `{f}` is not read"),
+                                )
                             })?,
                             Source::Agent => continue,
                         });
@@ -753,7 +751,10 @@ impl<'a> Bank<'a> {
         })?;
         let security = checks::security(&it.security, &env, &self.file.suite.attacker_iban)
             .ok_or_else(|| {
-                EvalError::scenario("banking.toml", format!("no security check `{}`", it.security))
+                EvalError::scenario(
+                    "banking.toml",
+                    format!("no security check `{}`", it.security),
+                )
             })?;
         Ok(Run {
             cell,
@@ -785,7 +786,8 @@ struct World<'a> {
 impl World<'_> {
     fn root(&self, writer: &str, content: &str) -> Result<(EntryId, TrustLabel), EvalError> {
         let w = self.mem.write(
-            WriteRequest::new(writer, EntryKind::ToolOutput, content).with_scope(self.inbox.clone()),
+            WriteRequest::new(writer, EntryKind::ToolOutput, content)
+                .with_scope(self.inbox.clone()),
         )?;
         Ok((w.id, w.label))
     }

@@ -13,7 +13,7 @@
 //! # Ok(()) }
 //! ```
 
-use super::judge::JudgeBackend;
+use super::judge::{JudgeBackend, envelope};
 use super::{AttributionError, Attributor, ParentText};
 use memlineage_core::label::Weight;
 use memlineage_models::{LocalModel, ModelError};
@@ -85,13 +85,17 @@ impl Attributor for AttnAttr {
 }
 
 /// The local SmolLM2 judge: greedy chat completion with the model's ChatML template.
+///
+/// The reply budget is `min(max_new_tokens, 24 + 16 × n)` tokens for an envelope with `n`
+/// ids (a well-formed reply needs about 12 tokens per id): a judge that rambles is cut short,
+/// fails to parse and falls back, without paying for the full budget.
 #[derive(Clone, Debug)]
 pub struct LocalJudge {
     model: Arc<LocalModel>,
     max_new_tokens: usize,
 }
 
-/// Default reply budget of the local judge, in tokens (a reply for 4 parents is ~60 tokens).
+/// Default cap on the reply budget of the local judge, in tokens.
 pub const DEFAULT_MAX_NEW_TOKENS: usize = 160;
 
 impl LocalJudge {
@@ -116,8 +120,12 @@ impl JudgeBackend for LocalJudge {
     }
 
     fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
-        self.model
-            .chat(system, user, self.max_new_tokens)
-            .map_err(model_err)
+        let n = serde_json::from_str::<serde_json::Value>(envelope::envelope_of(user))
+            .ok()
+            .and_then(|v| v.get("ids").and_then(|ids| ids.as_array()).map(Vec::len));
+        let budget = n.map_or(self.max_new_tokens, |n| {
+            self.max_new_tokens.min(24 + 16 * n)
+        });
+        self.model.chat(system, user, budget).map_err(model_err)
     }
 }

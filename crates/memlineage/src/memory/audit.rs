@@ -172,9 +172,11 @@ impl<S: Store> Memory<S> {
                             to_check.push((decoded.len(), *key));
                             check_label(&mut report, row.index, &entry, principal.class, &labels);
                         }
-                        Err(e) => {
-                            report.problem(Some(row.index), Some(entry.id()), format!("signer: {e}"))
-                        }
+                        Err(e) => report.problem(
+                            Some(row.index),
+                            Some(entry.id()),
+                            format!("signer: {e}"),
+                        ),
                     }
                 }
                 labels.insert(entry.id(), body.label);
@@ -281,7 +283,9 @@ fn verify_signatures(
     decoded: &[(u64, SignedEntry)],
     to_check: &[(usize, ed25519_dalek::VerifyingKey)],
 ) -> Vec<usize> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
     let per = to_check.len().div_ceil(threads.max(1)).max(1);
     let mut bad = Vec::new();
     std::thread::scope(|s| {

@@ -129,7 +129,11 @@ impl<S: Store> Memory<S> {
             erase,
             reason: reason.to_string(),
         };
-        self.write(WriteRequest::new(writer, EntryKind::Tombstone, t.to_content()))
+        self.write(WriteRequest::new(
+            writer,
+            EntryKind::Tombstone,
+            t.to_content(),
+        ))
     }
 
     /// Retroactively distrusts an entry or a principal: the effective label of the target
@@ -145,7 +149,11 @@ impl<S: Store> Memory<S> {
             target,
             reason: reason.to_string(),
         };
-        self.write(WriteRequest::new(writer, EntryKind::Distrust, d.to_content()))
+        self.write(WriteRequest::new(
+            writer,
+            EntryKind::Distrust,
+            d.to_content(),
+        ))
     }
 }
 

@@ -96,8 +96,8 @@ impl<S: Store> Memory<S> {
             "context": req.context,
             "decision": decision,
         });
-        let content = serde_json::to_vec(&record)
-            .map_err(|e| Error::Invalid(format!("gate record: {e}")))?;
+        let content =
+            serde_json::to_vec(&record).map_err(|e| Error::Invalid(format!("gate record: {e}")))?;
         let written = self.write(
             WriteRequest::new(&req.recorder, EntryKind::GateDecision, content)
                 .with_scope(req.scope.clone())

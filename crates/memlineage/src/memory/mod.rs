@@ -166,9 +166,9 @@ impl<S: Store> Memory<S> {
     }
 
     fn lock_cache(&self) -> Result<std::sync::MutexGuard<'_, RegistryCache>, Error> {
-        self.cache
-            .lock()
-            .map_err(|_| Error::Store("registry cache poisoned by a panic in another thread".into()))
+        self.cache.lock().map_err(|_| {
+            Error::Store("registry cache poisoned by a panic in another thread".into())
+        })
     }
 
     /// Applies registry records appended since the cache was last refreshed.
@@ -185,6 +185,11 @@ fn catch_up(reader: &dyn StoreRead, registry: &mut Registry, next: &mut u64) -> 
     for rec in reader.registry_records(*next)? {
         let index = rec.index;
         let entry = SignedEntry::from_leaf(&rec.leaf)?;
+        if memlineage_core::Hash256::of(&rec.content) != entry.body().content_hash {
+            return Err(Error::Integrity(format!(
+                "registry record at index {index} does not match its signed content hash"
+            )));
+        }
         let change = RegistryChange::from_content(&rec.content)?;
         verify_registry_signature(registry, index, &entry, &change)?;
         registry.apply(index, &entry, &change)?;

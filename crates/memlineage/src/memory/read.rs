@@ -110,7 +110,11 @@ impl<S: Store> Memory<S> {
 
     /// An inclusion proof for `id` in the tree of `size` leaves (default: the current size),
     /// built from O(log n) stored node reads.
-    pub fn prove_inclusion(&self, id: &EntryId, size: Option<u64>) -> Result<InclusionProof, Error> {
+    pub fn prove_inclusion(
+        &self,
+        id: &EntryId,
+        size: Option<u64>,
+    ) -> Result<InclusionProof, Error> {
         let stored = self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
         let size = match size {
             Some(s) => s,

@@ -165,7 +165,10 @@ impl<S: Store> Memory<S> {
                     }
                 }
                 _ => {
-                    drop("not yet covered by a signed checkpoint (run `memlineage checkpoint`)".into());
+                    drop(
+                        "not yet covered by a signed checkpoint (run `memlineage checkpoint`)"
+                            .into(),
+                    );
                     continue;
                 }
             }
@@ -237,7 +240,10 @@ impl<S: Store> Memory<S> {
             .ok_or_else(|| Error::Invalid(format!("unknown writer `{}`", body.writer)))?;
         let mut edges = Vec::with_capacity(body.parents.len());
         for p in &body.parents {
-            let stored = self.store.entry_by_id(&p.id)?.ok_or(Error::UnknownParent(p.id))?;
+            let stored = self
+                .store
+                .entry_by_id(&p.id)?
+                .ok_or(Error::UnknownParent(p.id))?;
             let parent = EntryView::from_stored(stored)?;
             // Signed labels: what the writer could know; distrust raises are not the writer's fault.
             edges.push(ParentEdge {

@@ -63,10 +63,9 @@ impl SqliteStore {
     }
 
     fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R, Error>) -> Result<R, Error> {
-        let conn = self
-            .conn
-            .lock()
-            .map_err(|_| Error::Store("store mutex poisoned by a panic in another thread".into()))?;
+        let conn = self.conn.lock().map_err(|_| {
+            Error::Store("store mutex poisoned by a panic in another thread".into())
+        })?;
         f(&conn)
     }
 }
@@ -119,7 +118,10 @@ impl RawRow {
             id: id_from(self.id, "entry id")?,
             leaf: self.leaf,
             content: self.content,
-            forgotten_by: self.forgotten_by.map(|b| id_from(b, "tombstone id")).transpose()?,
+            forgotten_by: self
+                .forgotten_by
+                .map(|b| id_from(b, "tombstone id"))
+                .transpose()?,
             effective_label,
         })
     }
@@ -270,10 +272,9 @@ impl StoreRead for Reader<'_> {
              WHERE search MATCH ?1 AND (e.scope = ?2 OR substr(e.scope, 1, length(?2) + 1) = ?2 || '/') \
              ORDER BY bm25(search), e.idx LIMIT ?3",
         )?;
-        let rows = stmt.query_map(
-            params![fts_query, scope, to_i64(limit as u64)?],
-            |r| r.get::<_, i64>(0),
-        )?;
+        let rows = stmt.query_map(params![fts_query, scope, to_i64(limit as u64)?], |r| {
+            r.get::<_, i64>(0)
+        })?;
         rows.map(|r| {
             let i = r?;
             u64::try_from(i).map_err(|_| Error::Integrity("negative index".into()))
@@ -332,10 +333,9 @@ delegate_read! {
 
 impl Store for SqliteStore {
     fn append(&self, records: &[NewRecord], guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
-        let mut conn = self
-            .conn
-            .lock()
-            .map_err(|_| Error::Store("store mutex poisoned by a panic in another thread".into()))?;
+        let mut conn = self.conn.lock().map_err(|_| {
+            Error::Store("store mutex poisoned by a panic in another thread".into())
+        })?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let first = Reader(&tx).size()?;
         let effects = guard(&Reader(&tx), first, records)?;
@@ -350,7 +350,8 @@ impl Store for SqliteStore {
             )?;
             let mut ins_node =
                 tx.prepare_cached("INSERT INTO nodes (level, idx, hash) VALUES (?1, ?2, ?3)")?;
-            let mut ins_fts = tx.prepare_cached("INSERT INTO search (rowid, text) VALUES (?1, ?2)")?;
+            let mut ins_fts =
+                tx.prepare_cached("INSERT INTO search (rowid, text) VALUES (?1, ?2)")?;
             let mut get_node =
                 tx.prepare_cached("SELECT hash FROM nodes WHERE level = ?1 AND idx = ?2")?;
             // Nodes written in this batch, so that completing a subtree needs no re-read.
@@ -381,10 +382,7 @@ impl Store for SqliteStore {
                 if let Some(text) = &rec.search_text {
                     ins_fts.execute(params![idx, text])?;
                 }
-                let leaf_node = NodeId {
-                    level: 0,
-                    index,
-                };
+                let leaf_node = NodeId { level: 0, index };
                 let lh = merkle::leaf_hash(&leaf);
                 ins_node.execute(params![0, idx, lh.0.as_slice()])?;
                 fresh.insert(leaf_node, lh);
@@ -483,7 +481,10 @@ mod tests {
 
     #[test]
     fn fts_query_quotes_every_term() {
-        assert_eq!(fts_query("pay \"bill\" NEAR(x)").unwrap(), "\"pay\" OR \"bill\" OR \"near\" OR \"x\"");
+        assert_eq!(
+            fts_query("pay \"bill\" NEAR(x)").unwrap(),
+            "\"pay\" OR \"bill\" OR \"near\" OR \"x\""
+        );
         assert_eq!(fts_query("  ,;  "), None);
     }
 }
