@@ -161,7 +161,7 @@ impl Workload {
     /// The workload of `seed`.
     pub fn new(seed: u64) -> Workload {
         Workload {
-            rng: ChaCha20Rng::seed_from_u64(seed ^ 0x5eed_0f_7e57),
+            rng: ChaCha20Rng::seed_from_u64(seed ^ 0x005e_ed0f_7e57),
             zipf: Zipf::new(),
         }
     }

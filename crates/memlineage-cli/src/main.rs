@@ -61,6 +61,11 @@ enum Command {
     Lineage(commands::query::LineageArgs),
     /// Decide whether a tool call may be dispatched (allow, deny, or repair).
     Gate(commands::gate::GateArgs),
+    /// The main job end to end: a two-session laundering attack on the store, the gate's
+    /// denial and repair, an audit, then the evaluation's headline.
+    Demo(commands::demo::DemoArgs),
+    /// Run the deterministic evaluation and write its artifacts (docs/evaluation.md).
+    Eval(commands::eval::EvalArgs),
     /// Testing aids (hidden).
     #[command(subcommand, hide = true)]
     Debug(commands::debug::DebugCommand),
@@ -126,6 +131,8 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Search(a) => commands::query::search(a, ctx),
         Command::Lineage(a) => commands::query::lineage(a, ctx),
         Command::Gate(a) => commands::gate::gate(a, ctx),
+        Command::Demo(a) => commands::demo::run(a, ctx),
+        Command::Eval(a) => commands::eval::run(a, ctx),
         Command::Debug(c) => commands::debug::run(c, ctx),
     }
 }

@@ -187,9 +187,12 @@ fn a_hostile_parent_cannot_predict_its_id() {
     );
 }
 
+/// A scripted judge reply, built from the envelope's ids.
+type ReplyFn = Box<dyn Fn(&[String]) -> String + Send + Sync>;
+
 #[test]
 fn malformed_replies_fail_closed() {
-    let replies: Vec<Box<dyn Fn(&[String]) -> String + Send + Sync>> = vec![
+    let replies: Vec<ReplyFn> = vec![
         // extra id
         Box::new(|ids| {
             format!(

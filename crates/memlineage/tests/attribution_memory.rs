@@ -12,10 +12,13 @@ use memlineage_core::entry::EntryKind;
 use memlineage_core::label::{TrustLabel, Weight};
 use std::sync::Mutex;
 
+/// One call an attributor saw: the child and its (id, text) parents.
+type SeenCall = (String, Vec<(EntryId, String)>);
+
 /// Weighs each parent by whether the child contains its first word; remembers its inputs.
 #[derive(Default)]
 struct FirstWord {
-    seen: Mutex<Vec<(String, Vec<(EntryId, String)>)>>,
+    seen: Mutex<Vec<SeenCall>>,
 }
 
 impl Attributor for FirstWord {

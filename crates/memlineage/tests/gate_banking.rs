@@ -65,6 +65,10 @@ fn laundered_iban_is_denied_and_repaired() {
     )
     .unwrap();
     let mut req = GateRequest::new(call, vec![request.id, summary.id], "agent");
+    // The user's request states the amount; the untrusted summary carries it too, so by value
+    // matching alone the least trusted carrier (the summary) would decide. The agent cites the
+    // request, which carries the value, so the citation is honoured (docs/gate.md).
+    req.citations.insert("amount".into(), vec![request.id]);
     let out = mem.gate(&policy, &req).unwrap();
     assert_eq!(out.decision.decision, Decision::Deny);
     let reason = out

@@ -36,6 +36,18 @@ pub struct InitArgs {
     operator: String,
 }
 
+impl Default for InitArgs {
+    /// The documented defaults: τ = 0.5, strict fallback, a random origin, operator `operator`.
+    fn default() -> Self {
+        InitArgs {
+            tau: Weight::from_bp(5000).unwrap_or(Weight::ONE),
+            fallback: Fallback::Strict,
+            origin: None,
+            operator: "operator".to_string(),
+        }
+    }
+}
+
 /// Files created so far, removed again if initialisation fails half-way.
 struct Created(Vec<PathBuf>);
 

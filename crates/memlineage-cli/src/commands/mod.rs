@@ -3,6 +3,8 @@
 
 pub mod control;
 pub mod debug;
+pub mod demo;
+pub mod eval;
 pub mod gate;
 pub mod init;
 pub mod principal;
