@@ -1,12 +1,15 @@
-//! Criterion benches of verification and reads: entry verification against a large tree,
-//! retrieval of 8, and proof generation from a generated store (10^5 entries by default; set
-//! `MEMLINEAGE_BENCH_N` for another size). Stores are cached like the runner's.
+//! Criterion benches of verification and reads on a generated store (10^5 entries by default;
+//! set `MEMLINEAGE_BENCH_N` for another size): entry verification with proofs from the store,
+//! retrieval of 8 (from a store of 4096), and proof generation. Stores are cached like the
+//! runner's.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
-use memlineage_bench::fixtures::{VerifyFixture, Workload, queries};
-use memlineage_bench::{REGISTRY_RECORDS, cached_store, default_cache_dir};
+use memlineage_bench::fixtures::{Workload, queries};
+use memlineage_bench::{
+    REGISTRY_RECORDS, StoreVerify, cached_store, default_cache_dir, sample_entries,
+};
 use memlineage_core::entry::Scope;
 use std::hint::black_box;
 use std::time::Duration;
@@ -20,16 +23,6 @@ fn size() -> u64 {
 
 fn read(c: &mut Criterion) {
     let n = size();
-    let fx = VerifyFixture::new(1, n).expect("verify fixture");
-    let mut j = 0;
-    c.bench_function("entry_verify", |b| {
-        b.iter(|| {
-            j = (j + 1) % fx.len();
-            fx.check(black_box(j))
-        })
-    });
-    drop(fx);
-
     let cache = default_cache_dir();
     let small = cached_store(&cache, 4096, 1, &mut |l| eprintln!("{l}")).expect("store");
     let mem = Memory::open(SqliteStore::open(&small.path).expect("open")).expect("memory");
@@ -48,6 +41,15 @@ fn read(c: &mut Criterion) {
     let mem = Memory::open(SqliteStore::open(&big.path).expect("open")).expect("memory");
     let size = mem.size().expect("size");
     let mut w = Workload::new(7);
+    let picked = sample_entries(&mem, &mut w, 64).expect("sample");
+    let fx = StoreVerify::new(&mem, 1, &picked).expect("proofs");
+    let mut j = 0;
+    c.bench_function("entry_verify", |b| {
+        b.iter(|| {
+            j += 1;
+            fx.check(black_box(j))
+        })
+    });
     let ids: Vec<_> = (0..256)
         .map(|_| {
             let idx = REGISTRY_RECORDS + w.below(size - REGISTRY_RECORDS);

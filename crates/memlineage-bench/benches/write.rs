@@ -1,14 +1,21 @@
-//! Criterion benches of the write path: in memory (encode, label, sign, Merkle append) and
-//! durable appends to a file SQLite store in batches of 1, 16 and 256.
+//! Criterion benches of the write path: `Memory::write` on the in-memory store, the core steps
+//! alone (encode, label, sign, Merkle append), and durable appends to a file SQLite store in
+//! batches of 1, 16 and 256.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use memlineage_bench::MemWrite;
 use memlineage_bench::fixtures::{HotPath, fresh_memory};
 use std::time::Duration;
 
 fn write(c: &mut Criterion) {
-    let mut hot = HotPath::new(1).expect("hot path");
+    let mut mem_write = MemWrite::new(1).expect("memory store");
     c.bench_function("write_hot_path_mem", |b| {
-        b.iter(|| hot.write_one().expect("writes"))
+        b.iter(|| mem_write.write_one().expect("writes"))
+    });
+    drop(mem_write);
+    let mut core = HotPath::new(1).expect("hot path");
+    c.bench_function("write_core_path", |b| {
+        b.iter(|| core.write_one().expect("writes"))
     });
 
     let dir = tempfile::Builder::new()

@@ -3,12 +3,12 @@
 //! workload mix, a typical entry body, and the banking gate scenario.
 
 use ed25519_dalek::SigningKey;
-use memlineage::{Memory, Settings, SqliteStore, StepClock, WriteRequest};
+use memlineage::{Memory, Settings, SqliteStore, StepClock, Store, WriteRequest};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
 use memlineage_core::gate::{ContextEntry, Policy, ToolCall};
 use memlineage_core::keys;
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
-use memlineage_core::merkle::{self, MemoryTree};
+use memlineage_core::merkle::MemoryTree;
 use memlineage_core::trust::{ParentEdge, compute_label};
 use memlineage_core::{EntryId, Hash256};
 use rand_chacha::ChaCha20Rng;
@@ -464,86 +464,6 @@ impl HotPath {
     }
 }
 
-/// Entry verification at a tree of `leaves` leaves: 64 signed entries placed across an
-/// in-memory tree of that many leaf hashes, with their inclusion proofs precomputed.
-pub struct VerifyFixture {
-    entries: Vec<SignedEntry>,
-    leaves: Vec<Vec<u8>>,
-    positions: Vec<u64>,
-    proofs: Vec<Vec<Hash256>>,
-    root: Hash256,
-    size: u64,
-    key: ed25519_dalek::VerifyingKey,
-}
-
-impl VerifyFixture {
-    /// Builds the tree (about 64 bytes of memory per leaf while building) and the proofs.
-    pub fn new(seed: u64, leaves: u64) -> Result<VerifyFixture, crate::BenchError> {
-        let k = 64usize.min(leaves as usize).max(1);
-        let (entries, key) = signed_entries(seed, k)?;
-        let stride = (leaves / k as u64).max(1);
-        let positions: Vec<u64> = (0..k as u64)
-            .map(|i| i * stride + (i * 7919 + 13) % stride)
-            .collect();
-        let leaf_bytes: Vec<Vec<u8>> = entries.iter().map(SignedEntry::to_leaf).collect();
-        let mut tree = MemoryTree::with_capacity(leaves as usize);
-        let mut next = 0usize;
-        for i in 0..leaves {
-            if next < k && positions[next] == i {
-                tree.append(&leaf_bytes[next]);
-                next += 1;
-            } else {
-                tree.append_leaf_hash(Hash256::of(&i.to_le_bytes()));
-            }
-        }
-        let proofs = positions
-            .iter()
-            .map(|p| tree.inclusion_proof(*p, leaves))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(crate::BenchError::core)?;
-        let fx = VerifyFixture {
-            entries,
-            leaves: leaf_bytes,
-            positions,
-            proofs,
-            root: tree.root(),
-            size: leaves,
-            key,
-        };
-        if !(0..k).all(|j| fx.check(j)) {
-            return Err(crate::BenchError::Core(
-                "the entry verification fixture does not verify".into(),
-            ));
-        }
-        Ok(fx)
-    }
-
-    /// Number of entries (64, or fewer in a smaller tree).
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether there is no entry (never, once built).
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Verifies entry `j`: its signature (key id and `verify_strict`) and its inclusion proof
-    /// against the root (leaf hash, then the path).
-    pub fn check(&self, j: usize) -> bool {
-        let lh = merkle::leaf_hash(&self.leaves[j]);
-        merkle::verify_inclusion(
-            &lh,
-            self.positions[j],
-            self.size,
-            &self.proofs[j],
-            &self.root,
-        )
-        .is_ok()
-            && self.entries[j].verify_signature(&self.key).is_ok()
-    }
-}
-
 /// A fresh file store at `path` with the fixture principals (their keys loaded) and `roots`
 /// root entries written in one batch; returns the handle, the roots' ids (a parent pool) and
 /// the workload to continue with.
@@ -552,8 +472,17 @@ pub fn fresh_memory(
     seed: u64,
     roots: usize,
 ) -> Result<(Memory<SqliteStore>, Vec<EntryId>, Workload), crate::BenchError> {
+    fresh_memory_on(SqliteStore::open(path)?, seed, roots)
+}
+
+/// [`fresh_memory`] on any store (for example a [`memlineage::store::MemoryStore`]).
+pub fn fresh_memory_on<S: Store>(
+    store: S,
+    seed: u64,
+    roots: usize,
+) -> Result<(Memory<S>, Vec<EntryId>, Workload), crate::BenchError> {
     let mem = Memory::init(
-        SqliteStore::open(path)?,
+        store,
         Settings::with_origin(ORIGIN),
         OPERATOR,
         principal_key(seed, OPERATOR),

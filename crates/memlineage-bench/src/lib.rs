@@ -19,9 +19,15 @@ pub mod fixtures;
 mod generate;
 mod runner;
 mod scale;
+mod scale_checks;
+mod scale_svg;
+mod scale_table;
+mod scale_writes;
 pub mod stats;
+mod store_verify;
 pub mod sys;
 mod table;
+mod write_path;
 
 pub use error::BenchError;
 pub use generate::{
@@ -29,5 +35,11 @@ pub use generate::{
     cached_store_path, default_cache_dir, generate_store,
 };
 pub use runner::{BenchOptions, BenchRow, ROW_NAMES, run};
-pub use scale::{ScaleOptions, ScalePoint, ScaleReport, render_scale_table, scale, scale_svg};
+pub use scale::{ScaleOptions, ScalePoint, ScaleReport, scale};
+pub use scale_checks::{FLAT_SPREAD, LOG_SPREAD, RSS_GROWTH_MIB, ScaleCheck, scale_checks};
+pub use scale_svg::scale_svg;
+pub use scale_table::render_scale_table;
+pub use scale_writes::{DurableWriter, WRITE_ROUND, interleaved_writes, write_at};
+pub use store_verify::{StoreVerify, sample_entries};
 pub use table::{fmt_ns, fmt_rate, render_table};
+pub use write_path::MemWrite;

@@ -3,11 +3,13 @@
 
 use crate::error::BenchError;
 use crate::fixtures::{
-    self, HotPath, VerifyFixture, Workload, fresh_memory, gate_scenario, principal_key,
-    signed_entries, tau, typical_body, typical_edges,
+    self, HotPath, Workload, fresh_memory, gate_scenario, principal_key, signed_entries, tau,
+    typical_body, typical_edges,
 };
 use crate::generate::{self, REGISTRY_RECORDS, SCOPE};
 use crate::stats::{Budget, Stats, measure, summarize};
+use crate::store_verify::{StoreVerify, sample_entries};
+use crate::write_path::MemWrite;
 use ed25519_dalek::Signer;
 use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
@@ -26,7 +28,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Row names, in the order [`run`] returns them. Stable: documented in `docs/performance.md`.
-pub const ROW_NAMES: [&str; 19] = [
+pub const ROW_NAMES: [&str; 20] = [
     "raw_sign",
     "raw_verify",
     "raw_sha256_node",
@@ -34,6 +36,7 @@ pub const ROW_NAMES: [&str; 19] = [
     "encode_body",
     "decode_leaf_strict",
     "write_hot_path_mem",
+    "write_core_path",
     "durable_append_b1",
     "durable_append_b16",
     "durable_append_b256",
@@ -63,8 +66,9 @@ pub const PAPER_RETRIEVE_8_NS: f64 = 717_800.0;
 /// One row of the table (and of `memlineage bench --json`).
 ///
 /// JSON keys: `name`, `median_ns`, `p99_ns`, `baseline`, `ratio`, `paper_ns` always (null when
-/// not applicable); `per_second` on throughput rows only; then `target`, `meets_target`,
-/// `samples`, `iters_per_sample`, and `n` and `note` where they apply.
+/// not applicable); `per_second` on throughput rows only; `reference` and `reference_ratio`
+/// where a second primitive is shown (the durable rows: one fdatasync); then `target`,
+/// `meets_target`, `samples`, `iters_per_sample`, and `n` and `note` where they apply.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BenchRow {
     /// The stable row name.
@@ -82,6 +86,13 @@ pub struct BenchRow {
     /// Entries per second (throughput rows only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_second: Option<f64>,
+    /// A second raw primitive shown beside the row (durable rows: `raw_fdatasync`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// This row's median over the reference's median (durable rows: one batch commit in
+    /// fdatasyncs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_ratio: Option<f64>,
     /// The target, in words.
     pub target: Option<String>,
     /// Whether the target is met.
@@ -107,9 +118,8 @@ pub struct BenchOptions {
     pub seed: u64,
     /// Where generated stores are cached (default [`generate::default_cache_dir`]).
     pub cache_dir: Option<PathBuf>,
-    /// Leaves of the in-memory tree behind `entry_verify` (10^6; quick 10^5).
-    pub tree_leaves: u64,
-    /// Entries of the store for `inclusion_proof_gen` and `consistency_proof_gen`.
+    /// Entries of the store behind `entry_verify`, `inclusion_proof_gen` and
+    /// `consistency_proof_gen` (10^6; quick 10^5).
     pub proof_store_entries: u64,
     /// Entries of the store `verify_store` audits.
     pub verify_store_entries: u64,
@@ -138,7 +148,6 @@ impl BenchOptions {
                 quick,
                 seed: 1,
                 cache_dir: None,
-                tree_leaves: 100_000,
                 proof_store_entries: 100_000,
                 verify_store_entries: 100_000,
                 retrieve_store_entries: 4096,
@@ -151,7 +160,6 @@ impl BenchOptions {
                 quick,
                 seed: 1,
                 cache_dir: None,
-                tree_leaves: 1_000_000,
                 proof_store_entries: 1_000_000,
                 verify_store_entries: 1_000_000,
                 retrieve_store_entries: 4096,
@@ -168,7 +176,6 @@ impl BenchOptions {
             quick: true,
             seed: 1,
             cache_dir: Some(cache_dir),
-            tree_leaves: 1_000,
             proof_store_entries: 300,
             verify_store_entries: 300,
             retrieve_store_entries: 300,
@@ -229,6 +236,7 @@ struct Rows {
 struct RowSpec {
     name: &'static str,
     baseline: Option<&'static str>,
+    reference: Option<&'static str>,
     paper_ns: Option<f64>,
     target: Option<Target>,
 }
@@ -237,6 +245,7 @@ const fn spec(name: &'static str) -> RowSpec {
     RowSpec {
         name,
         baseline: None,
+        reference: None,
         paper_ns: None,
         target: None,
     }
@@ -245,6 +254,10 @@ const fn spec(name: &'static str) -> RowSpec {
 impl RowSpec {
     const fn base(mut self, b: &'static str) -> Self {
         self.baseline = Some(b);
+        self
+    }
+    const fn reference(mut self, r: &'static str) -> Self {
+        self.reference = Some(r);
         self
     }
     const fn paper(mut self, ns: f64) -> Self {
@@ -285,6 +298,11 @@ impl Rows {
             .and_then(|b| self.median_of(b))
             .filter(|b| *b > 0.0)
             .map(|b| per_op / b);
+        let reference_ratio = spec
+            .reference
+            .and_then(|r| self.median_of(r))
+            .filter(|r| *r > 0.0)
+            .map(|r| stats.median_ns / r);
         let mut row = BenchRow {
             name: spec.name.to_string(),
             median_ns: stats.median_ns,
@@ -293,6 +311,8 @@ impl Rows {
             ratio,
             paper_ns: spec.paper_ns,
             per_second,
+            reference: spec.reference.map(str::to_string),
+            reference_ratio,
             target: spec.target.map(Target::describe),
             meets_target: None,
             samples: stats.samples,
@@ -339,7 +359,7 @@ impl Ctx<'_> {
 type Step = fn(&Ctx<'_>, &mut Rows, &mut dyn FnMut(&str)) -> Result<(), BenchError>;
 
 /// The steps of a run, each producing the rows it names.
-const STEPS: [(&[&str], Step); 16] = [
+const STEPS: [(&[&str], Step); 17] = [
     (&["raw_sign"], step_raw_sign),
     (&["raw_verify"], step_raw_verify),
     (&["raw_sha256_node"], step_raw_sha256_node),
@@ -347,6 +367,7 @@ const STEPS: [(&[&str], Step); 16] = [
     (&["encode_body"], step_encode_body),
     (&["decode_leaf_strict"], step_decode_leaf),
     (&["write_hot_path_mem"], step_write_hot_path),
+    (&["write_core_path"], step_write_core_path),
     (
         &[
             "durable_append_b1",
@@ -525,7 +546,17 @@ fn step_write_hot_path(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), BenchError> {
     progress("write_hot_path_mem");
-    let s = write_hot_path(cx.seed, &cx.budget)?;
+    let mut w = MemWrite::new(cx.seed)?;
+    let mut failed = None;
+    let s = measure(&cx.budget, || {
+        if let Err(e) = w.write_one() {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let n = w.memory().size()?;
     rows.push(
         spec("write_hot_path_mem")
             .base("raw_sign")
@@ -533,9 +564,36 @@ fn step_write_hot_path(
             .target(Target::Ratio(1.3)),
         s,
         None,
+        Some(n),
+        Some(
+            "Memory::write on the in-memory store (MemoryStore) of a derived entry with 2 parents: key and registry checks, parents' labels from the store, label, content hash, encode, sign, guarded append (leaf, Merkle nodes, edge/writer/search indexes); n = entries at the end"
+                .into(),
+        ),
+    );
+    Ok(())
+}
+
+fn step_write_core_path(
+    cx: &Ctx<'_>,
+    rows: &mut Rows,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
+    progress("write_core_path");
+    let mut path = HotPath::new(cx.seed)?;
+    let mut failed = false;
+    let s = measure(&cx.budget, || {
+        failed |= path.write_one().is_err();
+    });
+    if failed {
+        return Err(BenchError::Core("signing failed in write_core_path".into()));
+    }
+    rows.push(
+        spec("write_core_path").base("raw_sign"),
+        s,
+        None,
         None,
         Some(
-            "build body, content hash, label over 2 parents, encode, sign, leaf, MemoryTree append"
+            "the core steps alone, no store: build body, content hash, label over 2 parents (labels given), encode, sign, leaf, MemoryTree append"
                 .into(),
         ),
     );
@@ -559,7 +617,7 @@ fn step_durable(
         }
         progress(name);
         let (s, per_second) = durable(cx.opts, &scratch, b, cx.opts.durable_batches[i])?;
-        let mut sp = spec(name).base("raw_sign");
+        let mut sp = spec(name).base("raw_sign").reference("raw_fdatasync");
         if b == 256 {
             sp = sp.target(Target::PerSecondP99(30_000.0, 20e6));
         }
@@ -569,7 +627,7 @@ fn step_durable(
             Some(per_second),
             None,
             Some(format!(
-                "Memory::write_batch of {b} to a file store; median/p99 per batch commit; ratio per entry"
+                "Memory::write_batch of {b} to a file store; median/p99 per batch commit; ratio per entry over raw_sign; reference ratio per commit over one raw_fdatasync"
             )),
         );
     }
@@ -582,7 +640,15 @@ fn step_entry_verify(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), BenchError> {
     progress("entry_verify");
-    let s = entry_verify(cx.seed, cx.opts.tree_leaves, &cx.budget)?;
+    let (mem, size, mut workload) = proof_store(cx, progress)?;
+    let picked = sample_entries(&mem, &mut workload, 64)?;
+    let fx = StoreVerify::new(&mem, cx.seed, &picked)?;
+    drop(mem);
+    let mut j = 0usize;
+    let s = measure(&cx.budget, || {
+        j = j.wrapping_add(1);
+        black_box(fx.check(black_box(j)));
+    });
     rows.push(
         spec("entry_verify")
             .base("raw_verify")
@@ -590,8 +656,11 @@ fn step_entry_verify(
             .target(Target::Ratio(1.2)),
         s,
         None,
-        Some(cx.opts.tree_leaves),
-        Some("signature (key id + verify_strict) and inclusion proof against the root; proof precomputed".into()),
+        Some(size),
+        Some(format!(
+            "one of 64 entries of the generated store: leaf hash, inclusion proof ({:.1} hashes, from Memory::prove_inclusion) against the root, signature (key id + verify_strict)",
+            fx.mean_path_len()
+        )),
     );
     Ok(())
 }
@@ -709,20 +778,6 @@ fn fdatasync_stats(scratch: &tempfile::TempDir, budget: &Budget) -> Result<Stats
     }
 }
 
-fn write_hot_path(seed: u64, budget: &Budget) -> Result<Stats, BenchError> {
-    let mut path = HotPath::new(seed)?;
-    let mut failed = false;
-    let s = measure(budget, || {
-        failed |= path.write_one().is_err();
-    });
-    if failed {
-        return Err(BenchError::Core(
-            "signing failed in write_hot_path_mem".into(),
-        ));
-    }
-    Ok(s)
-}
-
 /// Durable appends of batches of `b`: per-batch latency stats and entries per second.
 fn durable(
     opts: &BenchOptions,
@@ -747,15 +802,6 @@ fn durable(
     }
     let per_second = (samples.len() * b) as f64 / (total_ns / 1e9);
     Ok((summarize(&samples, 1), per_second))
-}
-
-fn entry_verify(seed: u64, leaves: u64, budget: &Budget) -> Result<Stats, BenchError> {
-    let fx = VerifyFixture::new(seed, leaves)?;
-    let mut j = 0usize;
-    Ok(measure(budget, || {
-        j = (j + 1) % fx.len();
-        black_box(fx.check(black_box(j)));
-    }))
 }
 
 /// Opens a cached generated store of `n` entries.
@@ -1021,5 +1067,15 @@ mod tests {
             .unwrap();
         assert!(durable["per_second"].as_f64().unwrap() > 0.0);
         assert_eq!(durable["baseline"], "raw_sign");
+        assert_eq!(durable["reference"], "raw_fdatasync");
+        assert!(durable["reference_ratio"].as_f64().unwrap() > 0.0);
+        assert!(!first.contains_key("reference"));
+        let write = rows
+            .iter()
+            .find(|r| r.name == "write_hot_path_mem")
+            .unwrap();
+        assert!(write.note.as_deref().unwrap().starts_with("Memory::write"));
+        let verify = rows.iter().find(|r| r.name == "entry_verify").unwrap();
+        assert_eq!(verify.n, Some(300), "{verify:?}");
     }
 }

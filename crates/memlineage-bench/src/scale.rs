@@ -1,19 +1,20 @@
-//! The scale run: the cost of each operation as the log grows from 10^3 to 10^6 entries,
-//! printed as a table and drawn as a deterministic SVG.
+//! The scale run: the cost of each operation as the log grows from 10^3 to 10^6 entries —
+//! proofs, retrieval, entry verification, durable writes, a whole-store `verify` — and the peak
+//! memory, measured on generated stores. [`render_scale_table`](crate::render_scale_table)
+//! prints it with the growth checks ([`crate::scale_checks`]), [`scale_svg`](crate::scale_svg)
+//! draws it.
 
 use crate::error::BenchError;
-use crate::fixtures::{self, OPERATOR, PRINCIPALS, Workload, principal_key};
-use crate::generate::{self, REGISTRY_RECORDS, SCOPE};
-use crate::stats::{Budget, Stats, measure, summarize};
+use crate::fixtures::{self, Workload};
+use crate::generate::{self, SCOPE};
+use crate::scale_writes::interleaved_writes;
+use crate::stats::{Budget, measure, summarize};
+use crate::store_verify::{StoreVerify, sample_entries};
 use crate::sys;
-use crate::table::fmt_ns;
-use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
-use memlineage_core::entry::{Scope, SignedEntry};
-use memlineage_core::merkle;
-use memlineage_core::{EntryId, Hash256};
+use memlineage_core::EntryId;
+use memlineage_core::entry::Scope;
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -31,7 +32,8 @@ pub struct ScaleOptions {
     pub sizes: Vec<u64>,
     /// Sampling budget of each timed operation.
     pub budget: Budget,
-    /// Timed write batches (of 256) per size, after one warm-up batch.
+    /// Timed write batches (of 256) per size, after one warm-up batch; the sizes take turns,
+    /// [`crate::WRITE_ROUND`] batches at a time.
     pub write_batches: usize,
 }
 
@@ -58,7 +60,7 @@ impl ScaleOptions {
             } else {
                 Budget::new(1_000, 100, 10_000)
             },
-            write_batches: if quick { 4 } else { 12 },
+            write_batches: if quick { 8 } else { 40 },
         }
     }
 
@@ -106,8 +108,13 @@ pub struct ScalePoint {
     pub entry_verify_ns: f64,
     /// Same, p99.
     pub entry_verify_p99_ns: f64,
-    /// Peak RSS while measuring this size (`VmHWM`, reset before each size), KiB.
+    /// `Memory::verify` of the whole store (batch verification on all cores): entries/s.
+    pub verify_store_per_second: f64,
+    /// Peak RSS while measuring the operations above at this size, `verify` excluded
+    /// (`VmHWM`, reset before each size), KiB.
     pub peak_rss_kib: Option<u64>,
+    /// Peak RSS during the whole-store `verify` (reset before it), KiB.
+    pub verify_peak_rss_kib: Option<u64>,
 }
 
 /// The result of a scale run.
@@ -119,8 +126,12 @@ pub struct ScaleReport {
     pub seed: u64,
     /// Whether peak RSS was reset between sizes (else it is the process peak so far).
     pub rss_reset: bool,
+    /// Peak RSS while the durable writes ran (all sizes open at once, interleaved), KiB.
+    pub write_peak_rss_kib: Option<u64>,
     /// One point per size, ascending.
     pub points: Vec<ScalePoint>,
+    /// The growth checks computed from the points ([`crate::scale_checks`]).
+    pub checks: Vec<crate::ScaleCheck>,
 }
 
 /// Runs the scale benchmark. Stores are generated (and cached) first, outside the
@@ -137,46 +148,63 @@ pub fn scale(
     sizes.sort_unstable();
     sizes.dedup();
     let mut points = Vec::new();
+    let mut paths = Vec::new();
     let mut rss_reset = true;
     for n in sizes {
         let g = generate::cached_store(&cache, n, opts.seed, progress)?;
+        paths.push(g.path.clone());
         progress(&format!("scale: measuring at n = {n}"));
         rss_reset &= sys::reset_peak_rss();
-        let mut p = measure_at(&g.path, &cache, n, opts)?;
+        let mut p = measure_at(&g.path, n, opts)?;
         p.store_bytes = g.bytes;
         p.peak_rss_kib = sys::peak_rss_kib();
+        progress(&format!("scale: verify of the store of {n}"));
+        rss_reset &= sys::reset_peak_rss();
+        p.verify_store_per_second = verify_rate(&g.path)?;
+        p.verify_peak_rss_kib = sys::peak_rss_kib();
         points.push(p);
     }
+    // Durable writes at every size in turn, round after round, so that a neighbour's load on
+    // the shared machine falls on all sizes alike.
+    progress("scale: durable writes at every size, interleaved");
+    rss_reset &= sys::reset_peak_rss();
+    let writes = interleaved_writes(&paths, &cache, opts.seed, opts.write_batches)?;
+    let write_peak_rss_kib = sys::peak_rss_kib();
+    for (p, w) in points.iter_mut().zip(writes) {
+        p.write_ns = w.median_ns;
+        p.write_p99_ns = w.p99_ns;
+    }
+    let checks = crate::scale_checks(&points);
     Ok(ScaleReport {
         machine: sys::machine(),
         seed: opts.seed,
         rss_reset,
+        write_peak_rss_kib,
         points,
+        checks,
     })
 }
 
-fn random_ids(
-    mem: &Memory<SqliteStore>,
-    workload: &mut Workload,
-    count: usize,
-) -> Result<Vec<(EntryId, SignedEntry)>, BenchError> {
-    let size = mem.size()?;
-    let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let idx = REGISTRY_RECORDS + workload.below(size - REGISTRY_RECORDS);
-        let stored = mem
-            .store()
-            .entry_by_index(idx)?
-            .ok_or_else(|| BenchError::Invalid(format!("entry {idx} is missing")))?;
-        let entry = SignedEntry::from_leaf(&stored.leaf).map_err(BenchError::core)?;
-        out.push((stored.id, entry));
+/// `Memory::verify` of the store at `path`: entries per second. Fails if the audit finds a
+/// problem (a generated store is valid).
+fn verify_rate(path: &std::path::Path) -> Result<f64, BenchError> {
+    let mem = Memory::open(SqliteStore::open(path)?)?;
+    let started = Instant::now();
+    let report = mem.verify(&mut |_, _| {})?;
+    let secs = started.elapsed().as_secs_f64();
+    if !report.ok() {
+        return Err(BenchError::Core(format!(
+            "verify found {} problem(s) in {}",
+            report.problem_count,
+            path.display()
+        )));
     }
-    Ok(out)
+    Ok(report.entries as f64 / secs.max(1e-9))
 }
 
+/// Every read-side operation at one size (the writes are measured afterwards, interleaved).
 fn measure_at(
     path: &std::path::Path,
-    cache: &std::path::Path,
     n: u64,
     opts: &ScaleOptions,
 ) -> Result<ScalePoint, BenchError> {
@@ -184,7 +212,7 @@ fn measure_at(
     let mem = Memory::open(SqliteStore::open(path)?)?;
     let size = mem.size()?;
     let mut workload = Workload::new(opts.seed ^ n);
-    let picked = random_ids(&mem, &mut workload, 64)?;
+    let picked = sample_entries(&mem, &mut workload, 64)?;
 
     // Inclusion proofs.
     let mut hashes = 0usize;
@@ -234,37 +262,19 @@ fn measure_at(
     };
 
     // Entry verification with proofs from the store.
-    let mut checks = Vec::with_capacity(picked.len());
-    for (id, entry) in &picked {
-        let proof = mem.prove_inclusion(id, Some(size))?;
-        let key = principal_key(opts.seed, &entry.body().writer).verifying_key();
-        let path: Vec<Hash256> = proof.path.iter().map(|h| h.0).collect();
-        checks.push((entry.clone(), proof.index, path, proof.root.0, key));
-    }
-    let verify_one = |j: usize| {
-        let (entry, index, path, root, key) = &checks[j];
-        let lh = merkle::leaf_hash(&entry.to_leaf());
-        merkle::verify_inclusion(&lh, *index, size, path, root).is_ok()
-            && entry.verify_signature(key).is_ok()
-    };
-    if !(0..checks.len()).all(verify_one) {
-        return Err(BenchError::Core(format!(
-            "an entry of the store of {n} does not verify"
-        )));
-    }
+    let fx = StoreVerify::new(&mem, opts.seed, &picked)?;
     let mut j = 0usize;
     let verify = measure(budget, || {
-        j = (j + 1) % checks.len();
-        black_box(verify_one(black_box(j)));
+        j = j.wrapping_add(1);
+        black_box(fx.check(black_box(j)));
     });
     drop(mem);
 
-    let write = write_at(path, cache, opts)?;
     Ok(ScalePoint {
         n,
         store_bytes: 0,
-        write_ns: write.median_ns,
-        write_p99_ns: write.p99_ns,
+        write_ns: f64::NAN,
+        write_p99_ns: f64::NAN,
         inclusion_ns: incl.median_ns,
         inclusion_p99_ns: incl.p99_ns,
         inclusion_hashes: hashes as f64 / picked.len().max(1) as f64,
@@ -275,346 +285,17 @@ fn measure_at(
         recall_8_ns: recall.median_ns,
         entry_verify_ns: verify.median_ns,
         entry_verify_p99_ns: verify.p99_ns,
+        verify_store_per_second: 0.0,
         peak_rss_kib: None,
+        verify_peak_rss_kib: None,
     })
 }
 
-/// Durable writes of batches of 256 into a copy of the store: per-entry ns per batch.
-fn write_at(
-    path: &std::path::Path,
-    cache: &std::path::Path,
-    opts: &ScaleOptions,
-) -> Result<Stats, BenchError> {
-    let scratch = tempfile::Builder::new()
-        .prefix("scratch-")
-        .tempdir_in(cache)
-        .map_err(|e| BenchError::io(cache, e))?;
-    let copy = scratch.path().join("copy.sqlite");
-    std::fs::copy(path, &copy).map_err(|e| BenchError::io(path, e))?;
-    let mem = Memory::open(SqliteStore::open(&copy)?)?;
-    for name in std::iter::once(OPERATOR).chain(PRINCIPALS.iter().map(|(n, _)| *n)) {
-        mem.keys().insert(name, principal_key(opts.seed, name));
-    }
-    let mut workload = Workload::new(opts.seed ^ 0x77);
-    let pool: Vec<EntryId> = random_ids(&mem, &mut workload, 256)?
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    let mut samples = Vec::new();
-    for i in 0..=opts.write_batches.max(1) {
-        let reqs: Vec<_> = (0..256).map(|_| workload.next_request(&pool)).collect();
-        let t = Instant::now();
-        mem.write_batch(reqs)?;
-        if i > 0 {
-            samples.push(t.elapsed().as_nanos() as f64 / 256.0);
-        }
-    }
-    Ok(summarize(&samples, 256))
-}
-
-/// The scale report as an aligned text table, with the growth of each cost between the
-/// smallest and the largest size.
-pub fn render_scale_table(report: &ScaleReport) -> String {
-    let header = [
-        "n",
-        "store",
-        "write/entry",
-        "incl. proof",
-        "hashes",
-        "consistency",
-        "retrieve 8",
-        "recall 8",
-        "entry verify",
-        "peak RSS",
-    ];
-    let rows: Vec<Vec<String>> = report
-        .points
-        .iter()
-        .map(|p| {
-            vec![
-                p.n.to_string(),
-                format!("{:.0} MB", p.store_bytes as f64 / 1e6),
-                fmt_ns(p.write_ns),
-                fmt_ns(p.inclusion_ns),
-                format!("{:.1}", p.inclusion_hashes),
-                fmt_ns(p.consistency_ns),
-                fmt_ns(p.retrieve_8_ns),
-                fmt_ns(p.recall_8_ns),
-                fmt_ns(p.entry_verify_ns),
-                p.peak_rss_kib.map_or_else(
-                    || "-".to_string(),
-                    |k| format!("{:.0} MiB", k as f64 / 1024.0),
-                ),
-            ]
-        })
-        .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let line = |out: &mut String, cells: &[String]| {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            s.push_str(&" ".repeat(w - c.chars().count()));
-            s.push_str(c);
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(&mut out, &header.map(str::to_string));
-    line(
-        &mut out,
-        &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>(),
-    );
-    for r in &rows {
-        line(&mut out, r);
-    }
-    if let (Some(a), Some(b)) = (report.points.first(), report.points.last())
-        && b.n > a.n
-    {
-        let g = |x: f64, y: f64| format!("×{:.2}", y / x);
-        let _ = writeln!(
-            out,
-            "\nfrom n = {} to n = {}: log2 n {}, write {}, inclusion {}, consistency {}, retrieve 8 {}, recall 8 {}, entry verify {}",
-            a.n,
-            b.n,
-            g((a.n as f64).log2(), (b.n as f64).log2()),
-            g(a.write_ns, b.write_ns),
-            g(a.inclusion_ns, b.inclusion_ns),
-            g(a.consistency_ns, b.consistency_ns),
-            g(a.retrieve_8_ns, b.retrieve_8_ns),
-            g(a.recall_8_ns, b.recall_8_ns),
-            g(a.entry_verify_ns, b.entry_verify_ns),
-        );
-    }
-    if !report.rss_reset {
-        out.push_str(
-            "(peak RSS could not be reset between sizes: it is the process peak so far)\n",
-        );
-    }
-    out
-}
-
-const SERIES: [(&str, &str); 6] = [
-    ("write / entry (batch 256)", "#1f77b4"),
-    ("inclusion proof", "#ff7f0e"),
-    ("consistency proof", "#2ca02c"),
-    ("retrieve 8 (search)", "#d62728"),
-    ("recall 8 (by id)", "#9467bd"),
-    ("entry verify", "#8c564b"),
-];
-
-fn series_values(p: &ScalePoint) -> [f64; 6] {
-    [
-        p.write_ns,
-        p.inclusion_ns,
-        p.consistency_ns,
-        p.retrieve_8_ns,
-        p.recall_8_ns,
-        p.entry_verify_ns,
-    ]
-}
-
-/// Whole decades from `a` to `b` (at most 24 of them).
-fn decades(a: f64, b: f64) -> impl Iterator<Item = f64> {
-    let (a, b) = (a.round() as i32, b.round() as i32);
-    (a..=b.min(a.saturating_add(24))).map(f64::from)
-}
-
-fn fmt_count(n: f64) -> String {
-    if n >= 1e6 {
-        format!("{}M", n / 1e6)
-    } else if n >= 1e3 {
-        format!("{}k", n / 1e3)
-    } else {
-        format!("{n}")
-    }
-}
-
-/// A deterministic SVG of the report: left, median cost per operation against n (both axes
-/// log-scale); right, peak RSS against n (log-scale x). Same report, same bytes.
-pub fn scale_svg(report: &ScaleReport) -> String {
-    const W: f64 = 980.0;
-    const H: f64 = 460.0;
-    const TOP: f64 = 50.0;
-    const BOTTOM: f64 = 380.0;
-    let (l0, l1) = (80.0, 560.0);
-    let (r0, r1) = (680.0, 940.0);
-    let pts = &report.points;
-    let ns: Vec<f64> = pts.iter().map(|p| p.n.max(1) as f64).collect();
-    let lx_min = ns
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .log10()
-        .floor();
-    let lx_max = ns.iter().copied().fold(0.0, f64::max).log10().ceil();
-    let (lx_min, lx_max) = if lx_min.is_finite() && lx_max.is_finite() && lx_max > lx_min {
-        (lx_min, lx_max)
-    } else if lx_min.is_finite() {
-        (lx_min, lx_min + 1.0)
-    } else {
-        (3.0, 6.0)
-    };
-    let xmap = |n: f64, a: f64, b: f64| a + (n.log10() - lx_min) / (lx_max - lx_min) * (b - a);
-    let vals: Vec<f64> = pts
-        .iter()
-        .flat_map(series_values)
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect();
-    let ly_min = vals
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .log10()
-        .floor();
-    let ly_max = vals.iter().copied().fold(0.0, f64::max).log10().ceil();
-    let (ly_min, ly_max) = if ly_min.is_finite() && ly_max.is_finite() && ly_max > ly_min {
-        (ly_min, ly_max)
-    } else {
-        (3.0, 6.0)
-    };
-    let ymap = |v: f64| BOTTOM - (v.log10() - ly_min) / (ly_max - ly_min) * (BOTTOM - TOP);
-    let rss: Vec<f64> = pts
-        .iter()
-        .map(|p| p.peak_rss_kib.map_or(0.0, |k| k as f64 / 1024.0))
-        .collect();
-    let rss_top = {
-        let m = rss.iter().copied().fold(0.0, f64::max).max(1.0);
-        let step = 10f64.powf(m.log10().floor());
-        (m / step).ceil() * step
-    };
-    let rmap = |v: f64| BOTTOM - v / rss_top * (BOTTOM - TOP);
-
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="24" font-size="15" text-anchor="middle">MemLineage: cost per operation as the log grows</text>"#,
-        W / 2.0
-    );
-    // Axes and grids.
-    for (a, b, title) in [
-        (l0, l1, "median time per operation (log scale)"),
-        (r0, r1, "peak RSS, MiB"),
-    ] {
-        let _ = writeln!(
-            s,
-            r##"<rect x="{a:.1}" y="{TOP:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#333"/>"##,
-            b - a,
-            BOTTOM - TOP
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{title}</text>"#,
-            (a + b) / 2.0,
-            TOP - 8.0
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">entries in the log, n (log scale)</text>"#,
-            (a + b) / 2.0,
-            BOTTOM + 36.0
-        );
-        for d in decades(lx_min, lx_max) {
-            let x = xmap(10f64.powf(d), a, b);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x:.1}" y1="{TOP:.1}" x2="{x:.1}" y2="{BOTTOM:.1}" stroke="#ddd"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                BOTTOM + 16.0,
-                fmt_count(10f64.powf(d))
-            );
-        }
-    }
-    for d in decades(ly_min, ly_max) {
-        let y = ymap(10f64.powf(d));
-        let _ = writeln!(
-            s,
-            r##"<line x1="{l0:.1}" y1="{y:.1}" x2="{l1:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            l0 - 6.0,
-            y + 4.0,
-            fmt_ns(10f64.powf(d))
-        );
-    }
-    for i in 0..=4 {
-        let v = rss_top * f64::from(i) / 4.0;
-        let y = rmap(v);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{r0:.1}" y1="{y:.1}" x2="{r1:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{v:.0}</text>"##,
-            r0 - 6.0,
-            y + 4.0
-        );
-    }
-    // Series.
-    for (si, (name, colour)) in SERIES.iter().enumerate() {
-        let coords: Vec<(f64, f64)> = pts
-            .iter()
-            .filter_map(|p| {
-                let v = series_values(p)[si];
-                (v.is_finite() && v > 0.0).then(|| (xmap(p.n.max(1) as f64, l0, l1), ymap(v)))
-            })
-            .collect();
-        let line: Vec<String> = coords
-            .iter()
-            .map(|(x, y)| format!("{x:.1},{y:.1}"))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
-            line.join(" ")
-        );
-        for (x, y) in &coords {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3" fill="{colour}"/>"#
-            );
-        }
-        let ly = H - 50.0 + 16.0 * (si / 3) as f64;
-        let lx = l0 + 170.0 * (si % 3) as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/><text x="{:.1}" y="{ly:.1}">{name}</text>"#,
-            ly - 4.0,
-            lx + 18.0,
-            ly - 4.0,
-            lx + 24.0
-        );
-    }
-    let coords: Vec<String> = pts
-        .iter()
-        .zip(&rss)
-        .map(|(p, v)| format!("{:.1},{:.1}", xmap(p.n.max(1) as f64, r0, r1), rmap(*v)))
-        .collect();
-    let _ = writeln!(
-        s,
-        r##"<polyline points="{}" fill="none" stroke="#17becf" stroke-width="2"/>"##,
-        coords.join(" ")
-    );
-    for c in &coords {
-        if let Some((x, y)) = c.split_once(',') {
-            let _ = writeln!(s, r##"<circle cx="{x}" cy="{y}" r="3" fill="#17becf"/>"##);
-        }
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn point(n: u64, scale: f64) -> ScalePoint {
+    pub(crate) fn point(n: u64, scale: f64) -> ScalePoint {
         ScalePoint {
             n,
             store_bytes: n * 1500,
@@ -630,30 +311,23 @@ mod tests {
             recall_8_ns: 300_000.0,
             entry_verify_ns: 36_000.0,
             entry_verify_p99_ns: 40_000.0,
+            verify_store_per_second: 80_000.0,
             peak_rss_kib: Some(20_000),
+            verify_peak_rss_kib: Some(30_000),
         }
     }
 
-    #[test]
-    fn svg_is_deterministic_and_well_formed() {
-        let report = ScaleReport {
+    /// A report of the given points, with their checks.
+    pub(crate) fn report_of(points: Vec<ScalePoint>) -> ScaleReport {
+        let checks = crate::scale_checks(&points);
+        ScaleReport {
             machine: "test".into(),
             seed: 1,
             rss_reset: true,
-            points: vec![point(1_000, 1.0), point(1_000_000, 2.0)],
-        };
-        let a = scale_svg(&report);
-        assert_eq!(a, scale_svg(&report.clone()));
-        assert!(a.starts_with("<svg") && a.trim_end().ends_with("</svg>"));
-        assert_eq!(a.matches("<polyline").count(), 7);
-        assert!(a.contains(">1k<") && a.contains(">1M<"));
-        let t = render_scale_table(&report);
-        assert!(t.contains("1000000") && t.contains("log2 n ×2.00"), "{t}");
-        let empty = ScaleReport {
-            points: Vec::new(),
-            ..report
-        };
-        assert!(scale_svg(&empty).contains("</svg>"));
+            write_peak_rss_kib: Some(25_000),
+            points,
+            checks,
+        }
     }
 
     #[test]
@@ -666,8 +340,10 @@ mod tests {
         assert!(b.inclusion_hashes > a.inclusion_hashes);
         for p in &report.points {
             assert!(p.write_ns > 0.0 && p.inclusion_ns > 0.0 && p.entry_verify_ns > 0.0);
-            assert!(p.store_bytes > 0);
+            assert!(p.store_bytes > 0 && p.verify_store_per_second > 0.0);
         }
-        assert!(scale_svg(&report).contains("<circle"));
+        assert_eq!(report.checks.len(), 5);
+        assert_eq!(report.checks[0].pass, Some(true), "{:?}", report.checks[0]);
+        assert!(crate::scale_svg(&report).contains("<circle"));
     }
 }

@@ -55,8 +55,8 @@ fn pad(out: &mut String, cells: &[String], widths: &[usize]) {
     out.push('\n');
 }
 
-/// Renders rows as an aligned text table: name, median, p99, entries/s, baseline, ratio,
-/// paper, target and whether it is met.
+/// Renders rows as an aligned text table: name, median, p99, entries/s, baseline, ratio, the
+/// reference primitive and the ratio to it, paper, target and whether it is met.
 pub fn render_table(rows: &[BenchRow]) -> String {
     let header: Vec<String> = [
         "operation",
@@ -65,6 +65,7 @@ pub fn render_table(rows: &[BenchRow]) -> String {
         "per second",
         "baseline",
         "ratio",
+        "reference",
         "paper",
         "target",
         "met",
@@ -82,6 +83,10 @@ pub fn render_table(rows: &[BenchRow]) -> String {
                 r.per_second.map_or_else(String::new, fmt_rate),
                 r.baseline.clone().unwrap_or_default(),
                 r.ratio.map_or_else(String::new, |x| format!("{x:.2}×")),
+                match (&r.reference, r.reference_ratio) {
+                    (Some(name), Some(x)) => format!("{x:.2}× {name}"),
+                    _ => String::new(),
+                },
                 r.paper_ns.map_or_else(String::new, fmt_ns),
                 r.target.clone().unwrap_or_default(),
                 match r.meets_target {
@@ -107,7 +112,7 @@ pub fn render_table(rows: &[BenchRow]) -> String {
     }
     let _ = writeln!(
         out,
-        "\nmedian and p99 per operation (durable_append_*: per batch commit; verify_store: per entry); ratio = per-entry median / baseline median, same run."
+        "\nmedian and p99 per operation (durable_append_*: per batch commit; verify_store: per entry); ratio = per-entry median / baseline median, same run; reference = median / the reference primitive's median (durable rows: one commit in fdatasyncs)."
     );
     out
 }
@@ -138,6 +143,8 @@ mod tests {
             ratio: None,
             paper_ns: None,
             per_second: None,
+            reference: None,
+            reference_ratio: None,
             target: None,
             meets_target: None,
             samples: 10,
@@ -153,11 +160,18 @@ mod tests {
             meets_target: Some(false),
             ..row.clone()
         };
-        let t = render_table(&[row, slow]);
+        let durable = BenchRow {
+            name: "durable_append_b256".into(),
+            reference: Some("raw_fdatasync".into()),
+            reference_ratio: Some(21.5),
+            ..row.clone()
+        };
+        let t = render_table(&[row, slow, durable]);
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("operation"));
         assert!(lines[2].starts_with("raw_sign"));
         assert!(lines[3].contains("1.50×") && lines[3].ends_with("NO"));
         assert!(lines[2].contains("19.0 µs"));
+        assert!(lines[4].contains("21.50× raw_fdatasync"), "{t}");
     }
 }

@@ -15,7 +15,8 @@ use std::process::ExitCode;
 /// Signed, lineage-labelled memory for LLM agents.
 ///
 /// Exit codes: 0 ok; 1 the command failed or was refused (including `verify` finding
-/// problems); 2 bad usage or input (unknown flag, malformed id, weight, scope or name).
+/// problems); 2 bad usage or input (unknown flag, malformed id, weight, scope or name, a tool
+/// call or policy that cannot be judged); 3 `gate` denied the call.
 #[derive(Parser, Debug)]
 #[command(name = "memlineage", version, about, long_about = None)]
 struct Cli {
@@ -61,11 +62,17 @@ enum Command {
     Lineage(commands::query::LineageArgs),
     /// Decide whether a tool call may be dispatched (allow, deny, or repair).
     Gate(commands::gate::GateArgs),
+    /// Weigh stored parents of a child text with an attribution algorithm (writes nothing).
+    Attribute(commands::attribute::AttributeArgs),
     /// The main job end to end: a two-session laundering attack on the store, the gate's
     /// denial and repair, an audit, then the evaluation's headline.
     Demo(commands::demo::DemoArgs),
     /// Run the deterministic evaluation and write its artifacts (docs/evaluation.md).
     Eval(commands::eval::EvalArgs),
+    /// Measure every operation beside the raw primitives of the same run (`--json`: rows),
+    /// the scale run (`--scale`), or generate a store (`--generate N --out FILE`); see
+    /// docs/performance.md.
+    Bench(commands::bench::BenchArgs),
     /// Testing aids (hidden).
     #[command(subcommand, hide = true)]
     Debug(commands::debug::DebugCommand),
@@ -131,8 +138,10 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Search(a) => commands::query::search(a, ctx),
         Command::Lineage(a) => commands::query::lineage(a, ctx),
         Command::Gate(a) => commands::gate::gate(a, ctx),
+        Command::Attribute(a) => commands::attribute::run(a, ctx),
         Command::Demo(a) => commands::demo::run(a, ctx),
         Command::Eval(a) => commands::eval::run(a, ctx),
+        Command::Bench(a) => commands::bench::run(a, ctx),
         Command::Debug(c) => commands::debug::run(c, ctx),
     }
 }

@@ -170,3 +170,37 @@ fn not_a_store() {
     let r = s.run(&["init"]).code(1);
     assert!(r.stderr.contains("already exists"), "{r:#?}");
 }
+
+#[test]
+fn relative_scope_segments_are_refused() {
+    let s = Store::init();
+    for bad in ["../bad", "a/../b", "./x", "a/.", ".."] {
+        let r = s.run(&["write", "--scope", bad, "hello"]).code(2);
+        assert!(r.stderr.contains("`.` and `..`"), "{bad}: {r:#?}");
+    }
+    assert_eq!(s.size(), 3, "nothing was written");
+    // Dots inside a segment are fine.
+    s.write(&["--scope", "v1.2/..x", "dotted"]);
+}
+
+#[test]
+fn empty_content_is_refused() {
+    let s = Store::init();
+    let r = s.run_stdin(&["write"], b"").code(2);
+    assert!(r.stderr.contains("nothing was read from stdin"), "{r:#?}");
+    let r = s.run_stdin(&["write", "-", "--json"], b"").code(2);
+    assert_eq!(r.json()["exit_code"], 2);
+    let r = s.run(&["write", ""]).code(2);
+    assert!(r.stderr.contains("content is empty"), "{r:#?}");
+    assert_eq!(s.size(), 3, "nothing was written");
+}
+
+#[test]
+fn malformed_context_hash_is_refused() {
+    let s = Store::init();
+    for bad in ["abc", &"g".repeat(64), &"a".repeat(65)] {
+        let r = s.run(&["write", "--context-hash", bad, "x"]).code(2);
+        assert!(r.stderr.contains("not a context hash"), "{bad}: {r:#?}");
+    }
+    assert_eq!(s.size(), 3);
+}

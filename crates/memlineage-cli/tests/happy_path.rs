@@ -379,3 +379,32 @@ fn custom_init_settings_and_overrides() {
     assert_eq!(f["writer"], "root");
     assert_eq!(s.verify().0, 0);
 }
+
+#[test]
+fn context_hash_from_search_is_signed_into_the_entry() {
+    let s = Store::init();
+    s.write(&["the payee's account is DE89"]);
+    let found = s.json(&["search", "payee account"]);
+    let h_ctx = found["context_hash"].as_str().unwrap().to_string();
+    // h_ctx is the SHA-256 of exactly the rendered context.
+    assert_eq!(
+        h_ctx,
+        memlineage_core::Hash256::of(found["rendered"].as_str().unwrap().as_bytes()).to_hex()
+    );
+    let parent = found["entries"][0]["id"].as_str().unwrap().to_string();
+    let w = s.json(&[
+        "write",
+        "--parent",
+        &parent,
+        "--context-hash",
+        &h_ctx.to_uppercase(),
+        "pay DE89",
+    ]);
+    let g = s.json(&["get", w["id"].as_str().unwrap()]);
+    assert_eq!(g["context_hash"], h_ctx.as_str());
+    assert_eq!(g["verified"], true);
+    // Without the flag there is none.
+    let plain = s.write(&["no context"]);
+    assert!(s.json(&["get", &plain])["context_hash"].is_null());
+    assert_eq!(s.verify().0, 0);
+}

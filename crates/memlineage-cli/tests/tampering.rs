@@ -218,6 +218,41 @@ fn changed_registry_leaf_still_verifiable() {
 }
 
 #[test]
+fn changed_one_inner_merkle_node() {
+    // Eight leaves: the root is the stored node (3, 0), so an edit to the inner node (1, 2)
+    // (leaves 4 and 5) changes neither a leaf hash nor the root, yet breaks every inclusion
+    // proof that passes through it (leaves 6 and 7).
+    let (s, _, _, _) = fixture();
+    s.write(&["an eighth entry"]);
+    s.json(&["checkpoint"]);
+    assert_eq!(s.size(), 8);
+    assert_eq!(s.verify().0, 0, "the fixture verifies");
+    let n = s
+        .sqlite()
+        .execute(
+            "UPDATE nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 2",
+            [],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let report = assert_problem(&s, None, None, &["Merkle node (level 1, index 2)"]);
+    assert_eq!(
+        report["problem_count"], 1,
+        "exactly the one node: {report:#}"
+    );
+    assert!(
+        report.to_string().contains("leaves 4..=5"),
+        "the problem names the leaves the node covers: {report:#}"
+    );
+    // `get` refuses the entries whose proofs pass through the node, as verify now does.
+    let log = s.json(&["log", "--from", "6", "--limit", "2"]);
+    for e in log["entries"].as_array().unwrap() {
+        let g = s.run(&["get", e["id"].as_str().unwrap(), "--json"]).code(1);
+        assert_eq!(g.json()["verified"], false);
+    }
+}
+
+#[test]
 fn deleted_entry_row() {
     let (s, _, web, _) = fixture();
     let idx = index_of(&s, &web);
@@ -226,7 +261,105 @@ fn deleted_entry_row() {
         .execute("DELETE FROM entries WHERE idx = ?1", [idx as i64])
         .unwrap();
     assert_eq!(n, 1);
-    assert_problem(&s, Some(idx), None, &["missing"]);
+    let report = assert_problem(&s, Some(idx), None, &["missing"]);
+    // Exactly the deleted index is reported missing, not every index after it.
+    let missing: Vec<&serde_json::Value> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["reason"]
+                .as_str()
+                .unwrap()
+                .contains("missing from the log")
+        })
+        .collect();
+    assert_eq!(missing.len(), 1, "{report:#}");
+    assert_eq!(missing[0]["index"].as_u64(), Some(idx), "{report:#}");
+}
+
+#[test]
+fn deleted_run_of_entry_rows() {
+    let (s, _, _, _) = fixture();
+    s.write(&["eight"]);
+    s.write(&["nine"]);
+    let n = s
+        .sqlite()
+        .execute("DELETE FROM entries WHERE idx IN (4, 5, 6)", [])
+        .unwrap();
+    assert_eq!(n, 3);
+    let (code, report) = s.verify();
+    assert_eq!(code, 1);
+    let mut missing: Vec<u64> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["reason"]
+                .as_str()
+                .unwrap()
+                .contains("missing from the log")
+        })
+        .map(|p| p["index"].as_u64().unwrap())
+        .collect();
+    missing.sort_unstable();
+    assert_eq!(missing, [4, 5, 6], "{report:#}");
+}
+
+/// The secret key of `name`, read from the store's key directory (hex seed).
+fn secret_key(s: &Store, name: &str) -> SigningKey {
+    let text = std::fs::read_to_string(s.keys().join(format!("{name}.key"))).unwrap();
+    keys::secret_from_bytes(&hex::decode(text.trim()).unwrap()).unwrap()
+}
+
+#[test]
+fn entry_signed_with_a_retired_key_is_flagged() {
+    let (s, _, _, _) = fixture();
+    let old = secret_key(&s, "agent");
+    let rotated = s.json(&["principal", "rotate", "agent"]);
+    let at = rotated["index"].as_u64().unwrap();
+    // A valid signature by agent's old key, logged after the rotation.
+    let content = b"written with the old key after the rotation";
+    let entry = SignedEntry::sign(forged_body("agent", &old, content), &old).unwrap();
+    let idx = insert_forged(&s, &entry, content);
+    let id = entry.id().to_hex();
+    assert_problem(
+        &s,
+        Some(idx),
+        Some(&id),
+        &[&format!("retired by a rotation at log index {at}")],
+    );
+    let g = s.run(&["get", &id, "--json"]).code(1);
+    assert!(
+        g.json()["problems"].to_string().contains("retired"),
+        "{g:#?}"
+    );
+}
+
+#[test]
+fn entry_signed_by_a_revoked_principal_is_flagged() {
+    let (s, _, _, _) = fixture();
+    let web = secret_key(&s, "web");
+    let revoked = s.json(&["principal", "revoke", "web", "--reason", "laptop stolen"]);
+    let at = revoked["index"].as_u64().unwrap();
+    let content = b"signed by web after its revocation";
+    let mut body = forged_body("web", &web, content);
+    body.label = TrustLabel::External;
+    body.kind = EntryKind::ToolOutput;
+    let entry = SignedEntry::sign(body, &web).unwrap();
+    let idx = insert_forged(&s, &entry, content);
+    let id = entry.id().to_hex();
+    assert_problem(
+        &s,
+        Some(idx),
+        Some(&id),
+        &[&format!("`web` was revoked at log index {at}")],
+    );
+    let g = s.run(&["get", &id, "--json"]).code(1);
+    assert!(
+        g.json()["problems"].to_string().contains("revoked"),
+        "{g:#?}"
+    );
 }
 
 /// Inserts `entry` (with `content`) straight into the database as the next leaf, with every

@@ -261,6 +261,51 @@ mod tests {
     }
 
     #[test]
+    fn batch_filters_small_order_public_keys() {
+        use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
+        use curve25519_dalek::scalar::Scalar;
+        // The identity point is a small-order public key A. For it, [k]A is the identity, so
+        // (R = [s]B, s) satisfies the verification equation [s]B = R + [k]A for *any* message:
+        // a forgery anyone can make. R = [s]B has large order, so only the weak-key filter can
+        // stop it.
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let weak = VerifyingKey::from_bytes(&identity).unwrap();
+        assert!(weak.is_weak());
+        let s = Scalar::from(0x1234_5678_9abc_def0u64);
+        let r = (ED25519_BASEPOINT_POINT * s).compress();
+        let mut bytes = [0u8; 64];
+        bytes[..32].copy_from_slice(r.as_bytes());
+        bytes[32..].copy_from_slice(s.as_bytes());
+        let forged = Signature::from_bytes(&bytes);
+        assert!(!r_is_small_order(&forged), "R has large order");
+        let message = Domain::EntryV1.message(b"pay the attacker");
+        // The unfiltered cofactored batch equation accepts the forgery.
+        assert!(ed25519_dalek::verify_batch(&[&message[..]], &[forged], &[weak]).is_ok());
+        // Ours refuses it, next to a good item, and names it.
+        let good_key = key(3);
+        let good_pk = good_key.verifying_key();
+        let good_sig = sign(&good_key, Domain::EntryV1, b"fine");
+        let items = [
+            BatchItem {
+                key: &good_pk,
+                bytes: b"fine",
+                signature: &good_sig,
+            },
+            BatchItem {
+                key: &weak,
+                bytes: b"pay the attacker",
+                signature: &forged,
+            },
+        ];
+        assert_eq!(
+            verify_batch(Domain::EntryV1, &items),
+            Err(KeyError::BatchFailed(vec![1]))
+        );
+        assert!(verify(&weak, Domain::EntryV1, b"pay the attacker", &forged).is_err());
+    }
+
+    #[test]
     fn batch_rejects_small_order_r() {
         let k = key(9);
         let pk = k.verifying_key();

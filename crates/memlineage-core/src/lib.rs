@@ -15,6 +15,8 @@ pub mod canonical;
 pub mod checkpoint;
 pub mod entry;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod gate;
 pub mod hash;
 pub mod keys;
@@ -24,6 +26,7 @@ pub mod merkle;
 pub mod principal;
 pub mod records;
 pub mod render;
+pub mod rule;
 pub mod trust;
 
 pub use error::Error;

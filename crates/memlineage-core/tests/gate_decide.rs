@@ -108,7 +108,7 @@ fn trusted_value_is_allowed() {
     assert_eq!(r.outcome, Outcome::Justified);
     assert_eq!(r.via, Via::ValueMatch);
     assert_eq!(r.justifying, [id("req")]);
-    assert_eq!(r.worst_label, Some(Trusted));
+    assert_eq!(r.label, Some(Trusted));
     assert_eq!(r.offending, None);
     assert_eq!(reason(&d, "amount").outcome, Outcome::Justified);
     // Not in the call: not checked, not an error.
@@ -135,7 +135,7 @@ fn untrusted_value_is_denied_with_offending_entry_and_path() {
     let r = reason(&d, "recipient");
     assert_eq!(r.outcome, Outcome::Untrusted);
     assert_eq!(r.offending, Some(id("summary")));
-    assert_eq!(r.worst_label, Some(DerivedUntrusted));
+    assert_eq!(r.label, Some(DerivedUntrusted));
     assert_eq!(r.taint_path, [id("summary"), id("notes"), id("mail-root")]);
     assert!(r.message.contains(&id("summary").short()), "{}", r.message);
     assert!(r.message.contains("DERIVED_UNTRUSTED"), "{}", r.message);
@@ -150,8 +150,27 @@ fn untrusted_value_is_denied_with_offending_entry_and_path() {
 }
 
 #[test]
-fn worst_label_wins_when_trusted_and_untrusted_both_carry_the_value() {
+fn a_trusted_carrier_suffices_when_an_untrusted_one_echoes_the_value() {
+    // carriers = "any" (the default): the user asked for this IBAN; an e-mail repeating it does
+    // not make it the attacker's choice, and cannot block the user's call.
     let p = policy(POLICY);
+    let c = call("send_money", json!({"recipient": ATTACKER}));
+    let ctx = [
+        entry("req", Trusted, "Pay UK12345678901234567890"),
+        entry("mail", External, "IBAN: UK12 3456 7890 1234 5678 90"),
+    ];
+    let d = run(&p, &GateInput::new(&c, &ctx, tau()));
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    let r = reason(&d, "recipient");
+    assert_eq!(r.justifying, [id("req"), id("mail")]);
+    assert_eq!(r.label, Some(Trusted));
+    assert!(r.message.contains(&id("mail").short()), "{}", r.message);
+    assert!(r.message.contains("carriers = \"any\""), "{}", r.message);
+}
+
+#[test]
+fn least_trusted_carrier_decides_under_carriers_all() {
+    let p = policy(&format!("carriers = \"all\"\n{POLICY}"));
     let c = call("send_money", json!({"recipient": ATTACKER}));
     let ctx = [
         entry("req", Trusted, "Pay UK12345678901234567890"),
@@ -162,6 +181,7 @@ fn worst_label_wins_when_trusted_and_untrusted_both_carry_the_value() {
     let r = reason(&d, "recipient");
     assert_eq!(r.justifying, [id("req"), id("mail")]);
     assert_eq!(r.offending, Some(id("mail")));
+    assert_eq!(r.label, Some(External));
 }
 
 #[test]
@@ -291,7 +311,7 @@ recipient = { type = "iban", require = "TRUSTED" }"#,
     )];
     let d = run(&p, &GateInput::new(&c, &ctx, tau()));
     assert_eq!(d.decision, Decision::Deny);
-    assert_eq!(reason(&d, "recipient").worst_label, Some(DerivedTrusted));
+    assert_eq!(reason(&d, "recipient").label, Some(DerivedTrusted));
 }
 
 #[test]
@@ -428,8 +448,8 @@ fn repair_without_a_trusted_candidate_denies() {
 }
 
 #[test]
-fn repair_skips_values_an_untrusted_entry_also_carries() {
-    let p = policy(POLICY);
+fn repair_skips_values_an_untrusted_entry_also_carries_under_carriers_all() {
+    let p = policy(&format!("carriers = \"all\"\n{POLICY}"));
     let c = call("send_money", json!({"recipient": ATTACKER}));
     let mut ctx = repair_ctx();
     ctx.push(entry("payee", Trusted, "Landlord: GB29NWBK60161331926819"));
@@ -445,6 +465,23 @@ fn repair_skips_values_an_untrusted_entry_also_carries() {
             .message
             .contains("no trusted candidate")
     );
+}
+
+#[test]
+fn repair_takes_a_trusted_value_an_untrusted_entry_echoes_under_carriers_any() {
+    let p = policy(POLICY);
+    let c = call("send_money", json!({"recipient": ATTACKER}));
+    let mut ctx = repair_ctx();
+    ctx.push(entry("payee", Trusted, "Landlord: GB29NWBK60161331926819"));
+    let pool = [entry(
+        "mail2",
+        External,
+        "our IBAN is GB29 NWBK 6016 1331 9268 19",
+    )];
+    let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_repair(&pool));
+    assert_eq!(d.decision, Decision::Repair, "{}", d.summary);
+    assert_eq!(d.arguments["recipient"], PAYEE);
+    assert_eq!(d.repairs[0].source, id("payee"));
 }
 
 #[test]
@@ -586,7 +623,7 @@ fn decisions_serialise_for_the_log() {
     assert_eq!(r["param"], "recipient");
     assert_eq!(r["outcome"], "untrusted");
     assert_eq!(r["via"], "value_match");
-    assert_eq!(r["worst_label"], "EXTERNAL");
+    assert_eq!(r["label"], "EXTERNAL");
     assert_eq!(r["offending"], id("mail").to_hex());
     assert_eq!(r["taint_path"][1], id("mail-root").to_hex());
     let back: GateDecision = serde_json::from_value(v).expect("deserialises");
@@ -634,7 +671,7 @@ fn banking_bill_redirect_is_denied_naming_the_email() {
     let r = reason(&d, "recipient");
     assert_eq!(r.outcome, Outcome::Untrusted);
     assert_eq!(r.offending, Some(id("bill-mail")));
-    assert_eq!(r.worst_label, Some(External));
+    assert_eq!(r.label, Some(External));
     assert_eq!(r.taint_path, [id("bill-mail"), id("bill-mail-root")]);
     assert!(r.message.contains(&id("bill-mail").short()));
     let a = reason(&d, "amount");

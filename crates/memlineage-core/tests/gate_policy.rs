@@ -1,6 +1,8 @@
 //! Policy parsing: the accepted shapes, the defaults, and errors that name line and column.
 
-use memlineage_core::gate::{Citations, Mode, ParamType, Policy, Unjustified};
+use memlineage_core::gate::{
+    Carriers, Citations, Mode, ParamType, Policy, Provenance, Unjustified,
+};
 use memlineage_core::label::TrustLabel;
 
 #[test]
@@ -76,9 +78,20 @@ body = { type = "free_text" }
     assert_eq!(email.params["to"].require, TrustLabel::External);
     assert!(p.tools["noop"].params.is_empty());
 
-    let r = Policy::parse("mode = \"record\"\ncitations = \"trust\"").expect("parses");
+    assert_eq!(p.carriers, Carriers::Any, "carriers default to any");
+    assert_eq!(
+        p.provenance,
+        Provenance::Value,
+        "provenance defaults to value"
+    );
+    let r = Policy::parse(
+        "mode = \"record\"\ncitations = \"trust\"\ncarriers = \"all\"\nprovenance = \"entry\"",
+    )
+    .expect("parses");
     assert_eq!(r.mode, Mode::Record);
     assert_eq!(r.citations, Citations::Trust);
+    assert_eq!(r.carriers, Carriers::All);
+    assert_eq!(r.provenance, Provenance::Entry);
     assert!(r.tools.is_empty());
     assert!(Policy::parse("").expect("empty policy").tools.is_empty());
 }
@@ -100,6 +113,24 @@ fn errors_name_line_column_and_problem() {
             "`mode` must be a string, found an integer",
         ),
         ("citations = \"maybe\"", 1, 13, "unknown citations setting"),
+        (
+            "carriers = \"some\"",
+            1,
+            12,
+            "unknown carriers setting \"some\" (expected \"any\" or \"all\")",
+        ),
+        (
+            "\nprovenance = true",
+            2,
+            14,
+            "`provenance` must be a string, found a boolean",
+        ),
+        (
+            "provenance = \"lineage\"",
+            1,
+            14,
+            "unknown provenance setting \"lineage\"",
+        ),
         ("tools = 3", 1, 9, "`tools` must be a table"),
         (
             "[tools.send_money]\nparms = {}",

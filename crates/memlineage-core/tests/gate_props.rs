@@ -186,7 +186,7 @@ code = {{ type = "regex", pattern = "[A-Z]{{3}}" }}
             for r in &d.repairs {
                 let reason = d.reasons.iter().find(|x| x.param == r.param).expect("reason");
                 prop_assert_eq!(reason.outcome, Outcome::Repaired);
-                prop_assert!(reason.worst_label.is_some());
+                prop_assert!(reason.label.is_some());
             }
         }
     }

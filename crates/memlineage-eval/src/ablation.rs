@@ -90,7 +90,7 @@ pub(crate) fn run(
             let mut best = BTreeMap::new();
             match &edges {
                 Some(edges) => {
-                    let mem = world::new_memory(agent, fallback)?;
+                    let mem = world::new_memory_with(agent, Weight::ONE, Fallback::Permissive)?;
                     for (ti, tau) in taus.iter().enumerate() {
                         let tau = Weight::from_bp(*tau).unwrap_or(Weight::ONE);
                         let labels = chain(&mem, cfg, edges, tau, fallback)?;

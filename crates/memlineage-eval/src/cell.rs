@@ -1,6 +1,7 @@
 //! The defence cells: what each one verifies at retrieval and whether a gate stands before the
 //! sensitive tools.
 
+use memlineage_core::gate::{Policy, Provenance};
 use memlineage_core::label::Fallback;
 
 /// A defence configuration of the attack and utility tables.
@@ -13,20 +14,32 @@ pub enum Cell {
     /// raw-planted and forged rows are dropped; but no lineage: every validly signed entry is
     /// trusted and every proposed call is dispatched.
     SigOnly,
-    /// The full stack with the paper's permissive fallback: verified retrieval, labels along
-    /// the lineage DAG, and the gate (deny mode) before sensitive tools.
+    /// The full stack with the paper's rules: verified retrieval, labels along the lineage DAG
+    /// with the permissive fallback, and the gate (deny mode) before sensitive tools judging
+    /// each carrier of a value by its own label (`provenance = "entry"`).
     MemLineage,
-    /// The full stack with the strict fallback.
+    /// As [`Cell::MemLineage`], with the strict fallback.
     MemLineageStrict,
+    /// Our defaults: the strict fallback, and the gate tracing every value to the ancestor where
+    /// it first appeared (`provenance = "value"`, docs/gate.md).
+    MemLineageProvenance,
+}
+
+/// `policy` with `provenance = "entry"` (the paper's rule).
+pub(crate) fn entry_provenance(policy: &Policy) -> Policy {
+    let mut p = policy.clone();
+    p.provenance = Provenance::Entry;
+    p
 }
 
 impl Cell {
     /// Every cell, in table order.
-    pub const ALL: [Cell; 4] = [
+    pub const ALL: [Cell; 5] = [
         Cell::NoDefense,
         Cell::SigOnly,
         Cell::MemLineage,
         Cell::MemLineageStrict,
+        Cell::MemLineageProvenance,
     ];
 
     /// The name used in every artifact.
@@ -36,6 +49,7 @@ impl Cell {
             Cell::SigOnly => "sig_only_baseline",
             Cell::MemLineage => "memlineage",
             Cell::MemLineageStrict => "memlineage_strict",
+            Cell::MemLineageProvenance => "memlineage_provenance",
         }
     }
 
@@ -46,13 +60,21 @@ impl Cell {
 
     /// Whether the gate decides on sensitive calls.
     pub fn gates(self) -> bool {
-        matches!(self, Cell::MemLineage | Cell::MemLineageStrict)
+        matches!(
+            self,
+            Cell::MemLineage | Cell::MemLineageStrict | Cell::MemLineageProvenance
+        )
+    }
+
+    /// Whether the gate traces values through the lineage (`provenance = "value"`).
+    pub fn value_provenance(self) -> bool {
+        self == Cell::MemLineageProvenance
     }
 
     /// The label fallback of the store.
     pub fn fallback(self) -> Fallback {
         match self {
-            Cell::MemLineageStrict => Fallback::Strict,
+            Cell::MemLineageStrict | Cell::MemLineageProvenance => Fallback::Strict,
             _ => Fallback::Permissive,
         }
     }

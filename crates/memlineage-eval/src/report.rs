@@ -886,18 +886,31 @@ fn tables(r: &Results<'_>, s: &EvalSummary) -> String {
 
 pub(crate) fn headline(s: &EvalSummary) -> String {
     let mut out = String::new();
-    let paper = ["poison_raw", "graft", "sleeper_derived"];
-    let _ = writeln!(
-        out,
-        "ASR (poison_raw / graft / sleeper_derived), other workloads in summary.json:"
-    );
-    for c in Cell::ALL {
-        if let Some(m) = s.asr.get(c.name()) {
-            let v: Vec<String> = paper
-                .iter()
-                .map(|w| m.get(*w).map_or_else(|| "-".to_string(), |r| r.short()))
-                .collect();
-            let _ = writeln!(out, "  {:<20} {}", c.name(), v.join(" / "));
+    let groups: [(&str, &[&str]); 2] = [
+        (
+            "the paper's workloads",
+            &["poison_raw", "graft", "sleeper_derived"],
+        ),
+        (
+            "beyond the paper",
+            &[
+                "minja",
+                "zombie",
+                "adaptive_under_tau",
+                "adaptive_trusted_cover",
+            ],
+        ),
+    ];
+    for (title, workloads) in groups {
+        let _ = writeln!(out, "ASR, {title} ({}):", workloads.join(" / "));
+        for c in Cell::ALL {
+            if let Some(m) = s.asr.get(c.name()) {
+                let v: Vec<String> = workloads
+                    .iter()
+                    .map(|w| m.get(*w).map_or_else(|| "-".to_string(), |r| r.short()))
+                    .collect();
+                let _ = writeln!(out, "  {:<22} {}", c.name(), v.join(" / "));
+            }
         }
     }
     let _ = writeln!(out, "benign utility (min over workflows):");
@@ -908,7 +921,7 @@ pub(crate) fn headline(s: &EvalSummary) -> String {
                 .min_by_key(|r| r.bp())
                 .copied()
                 .unwrap_or_default();
-            let _ = writeln!(out, "  {:<20} {}", c.name(), min.short());
+            let _ = writeln!(out, "  {:<22} {}", c.name(), min.short());
         }
     }
     let _ = writeln!(out, "banking, core pairs (ASR / utility under attack):");
@@ -916,7 +929,7 @@ pub(crate) fn headline(s: &EvalSummary) -> String {
         if let Some(b) = s.banking.get(c.name()) {
             let _ = writeln!(
                 out,
-                "  {:<20} {} / {} ({}/{} pairs keep utility)",
+                "  {:<22} {} / {} ({}/{} pairs keep utility)",
                 c.name(),
                 b.asr.short(),
                 b.utility.short(),
@@ -924,6 +937,14 @@ pub(crate) fn headline(s: &EvalSummary) -> String {
                 b.utility.total
             );
         }
+    }
+    let _ = writeln!(
+        out,
+        "largest safe τ for K = 1..8 (permissive fallback; tau_k in summary.json):"
+    );
+    for (weights, by_k) in &s.tau_k {
+        let v: Vec<String> = by_k.values().map(|t| t.display()).collect();
+        let _ = writeln!(out, "  {weights:<22} {}", v.join(" "));
     }
     out
 }

@@ -1,7 +1,7 @@
 //! Running a workload file: its episodes, under each cell, each in a fresh store.
 
 use crate::agent::{Agent, Dispatch, Item, Retrieved};
-use crate::cell::Cell;
+use crate::cell::{self, Cell};
 use crate::error::EvalError;
 use crate::grammar::{Call, Grammar, substitute};
 use crate::json::Json;
@@ -135,6 +135,8 @@ impl Episode {
 pub(crate) struct Runner<'a> {
     pub agent: &'a AgentFile,
     pub policy: &'a Policy,
+    /// The same policy with `provenance = "entry"`, for the cells that use the paper's rule.
+    pub entry_policy: Policy,
     pub file: &'a str,
     pub workload: &'a WorkloadFile,
     pub grammar: Grammar,
@@ -151,6 +153,7 @@ impl<'a> Runner<'a> {
         Ok(Runner {
             agent,
             policy,
+            entry_policy: cell::entry_provenance(policy),
             file,
             workload,
             grammar,
@@ -164,7 +167,11 @@ impl<'a> Runner<'a> {
         let agent = Agent {
             file: self.agent,
             grammar: &self.grammar,
-            policy: self.policy,
+            policy: if cell.value_provenance() {
+                self.policy
+            } else {
+                &self.entry_policy
+            },
             cell,
             mem: world::new_memory(self.agent, cell.fallback())?,
             memory: world::scope(&cfg.memory_scope)?,

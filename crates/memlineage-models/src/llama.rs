@@ -3,7 +3,7 @@
 //!
 //! candle-transformers' `quantized_llama::ModelWeights` computes the same function but keeps its
 //! attention matrices to itself; this is a port of it (same tensor operations, in the same order,
-//! so the logits agree — `tests/forward.rs` checks that) that:
+//! so the logits agree — `tests/model/forward.rs` checks that) that:
 //!
 //! * takes `&self` (the KV cache is a separate [`KvCache`] value owned by the caller), so one
 //!   loaded model serves concurrent callers;
@@ -77,8 +77,9 @@ struct Layer {
     w_down: QMatMul,
 }
 
-/// Per-sequence key/value cache for incremental decoding.
-#[derive(Default)]
+/// Per-sequence key/value cache for incremental decoding. Cloning is cheap (the tensors are
+/// shared; appending creates new ones), which is how [`crate::Prefix`] forks a prompt.
+#[derive(Default, Clone)]
 pub struct KvCache {
     layers: Vec<Option<(Tensor, Tensor)>>,
 }

@@ -48,6 +48,25 @@ pub enum Error {
     /// A request the caller can fix.
     #[error("{0}")]
     Invalid(String),
+    /// An entry's label, computed before its transaction, is lower than its parents' effective
+    /// labels (or its writer's distrust) imply as of the transaction: a distrust record was
+    /// committed in between. The write path re-labels and retries; this reaches the caller
+    /// only when the labels kept changing.
+    #[error(
+        "the label of entry {id} rose from {signed} to {required} while it was being written (a distrust record was committed meanwhile, or the batch distrusts its own parents or writer); nothing was written: write it again"
+    )]
+    StaleLabel {
+        /// The entry as drafted.
+        id: EntryId,
+        /// The label it was signed with.
+        signed: memlineage_core::label::TrustLabel,
+        /// The label the transaction requires.
+        required: memlineage_core::label::TrustLabel,
+    },
+    /// The gate could not judge a tool call (a malformed call, citation or parameter value):
+    /// the call must not be dispatched.
+    #[error("gate: {0}")]
+    Gate(#[from] memlineage_core::gate::GateError),
     /// No secret key is loaded for this principal.
     #[error(
         "no secret key for principal `{0}` (keys live in the store's key directory; is this the right store?)"

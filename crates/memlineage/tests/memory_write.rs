@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{key, setup};
+use common::{key, setup, setup_permissive};
 use memlineage::{Error, WriteRequest};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent};
@@ -69,7 +69,8 @@ fn two_session_laundering_chain_keeps_taint() {
 
 #[test]
 fn weak_edges_permissive_versus_strict() {
-    let mem = setup();
+    // A permissive store: a per-entry override may make the rule stricter, never laxer.
+    let mem = setup_permissive();
     let ext = mem
         .write(WriteRequest::new(
             "web",
@@ -78,10 +79,7 @@ fn weak_edges_permissive_versus_strict() {
         ))
         .unwrap();
     let permissive = mem
-        .write(
-            derived("agent", "note a", &[(ext.id, "0.49")])
-                .with_label_rule(None, Some(Fallback::Permissive)),
-        )
+        .write(derived("agent", "note a", &[(ext.id, "0.49")]))
         .unwrap();
     assert_eq!(permissive.label, TrustLabel::DerivedTrusted);
     let strict = mem
@@ -115,6 +113,12 @@ fn unknown_parent_and_unknown_writer_are_refused() {
         .write(WriteRequest::new("stranger", EntryKind::Observation, "hi"))
         .unwrap_err();
     assert!(err.to_string().contains("not registered"), "{err}");
+    // Empty content is refused (control records carry their own content).
+    let err = mem
+        .write(WriteRequest::new("agent", EntryKind::Observation, ""))
+        .unwrap_err();
+    assert!(matches!(err, Error::Invalid(_)), "{err}");
+    assert!(err.to_string().contains("content is empty"), "{err}");
     assert_eq!(mem.size().unwrap(), 5, "nothing was written");
 }
 
@@ -195,7 +199,7 @@ fn forget_with_erasure_keeps_proofs_valid() {
 
 #[test]
 fn distrust_raises_descendants_without_rewriting_history() {
-    let mem = setup();
+    let mem = setup_permissive();
     let note = mem
         .write(WriteRequest::new(
             "agent",
@@ -207,10 +211,7 @@ fn distrust_raises_descendants_without_rewriting_history() {
         .write(derived("agent", "pay vendor DE00", &[(note.id, "0.9")]))
         .unwrap();
     let weak_child = mem
-        .write(
-            derived("agent", "unrelated", &[(note.id, "0.1")])
-                .with_label_rule(None, Some(Fallback::Permissive)),
-        )
+        .write(derived("agent", "unrelated", &[(note.id, "0.1")]))
         .unwrap();
     assert_eq!(child.label, TrustLabel::DerivedTrusted);
     let size = mem.size().unwrap();

@@ -1,10 +1,13 @@
 //! `memlineage gate`: decide whether a tool call may be dispatched (M6).
 
+use super::attribute::{AttributorOptions, build, parse_algorithm};
 use super::{IdArg, open, parse_id, parse_name, parse_scope, resolve_id};
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::Args;
 use memlineage::GateRequest;
+use memlineage::attribution::Algorithm;
+use memlineage::store::StoreRead;
 use memlineage_core::entry::Scope;
 use memlineage_core::gate::{Decision, Mode, Policy, ToolCall};
 use std::collections::BTreeMap;
@@ -31,12 +34,20 @@ pub struct GateArgs {
     /// Try authority repair when the call would be denied.
     #[arg(long)]
     repair: bool,
-    /// Query for repair candidates from the store (default: the first context entry's text).
+    /// Query for repair candidates from the store (default: the user's request, i.e. the text
+    /// of the context's `user_input` entries).
     #[arg(long)]
     repair_query: Option<String>,
     /// Scope for the repair retrieval.
     #[arg(long, value_parser = parse_scope)]
     scope: Option<Scope>,
+    /// Weigh the context entries as parents of each argument with this attribution algorithm
+    /// (coarse, lm-self-eval, attn-attr): the third tracing step, for arguments that no
+    /// citation or value match justifies (the call is treated as a derived entry).
+    #[arg(long, value_name = "ALGO", value_parser = parse_algorithm)]
+    attribution: Option<Algorithm>,
+    #[command(flatten)]
+    attributor: AttributorOptions,
     /// The principal that signs the decision record (default: agent).
     #[arg(long = "as", value_name = "PRINCIPAL", value_parser = parse_name, default_value = "agent")]
     recorder: String,
@@ -62,30 +73,47 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mem = open(&ctx.paths)?;
     let mut context = Vec::with_capacity(a.context.len());
     for c in &a.context {
-        context.push(resolve_id(&mem, c)?);
+        let id = resolve_id(&mem, c).map_err(as_bad_input)?;
+        if mem.store().entry_by_id(&id)?.is_none() {
+            return Err(CliError::usage(format!(
+                "--context {}: no entry with this id in the store",
+                c.0
+            )));
+        }
+        context.push(id);
     }
     let mut citations: BTreeMap<String, Vec<_>> = BTreeMap::new();
     for c in &a.cite {
         let (param, id) = c
             .split_once('=')
             .ok_or_else(|| CliError::usage(format!("--cite `{c}`: expected PARAM=ID")))?;
-        let id = resolve_id(&mem, &parse_id(id).map_err(CliError::usage)?)?;
+        let id = resolve_id(&mem, &parse_id(id).map_err(CliError::usage)?).map_err(as_bad_input)?;
         citations.entry(param.to_string()).or_default().push(id);
     }
-    let repair_query = match (&a.repair_query, a.repair) {
-        (Some(q), _) => Some(q.clone()),
-        (None, true) => context
-            .first()
-            .map(|id| mem.get(id).map(|v| v.text().unwrap_or_default()))
-            .transpose()?,
-        (None, false) => None,
+    if a.attribution.is_none() && a.attributor.any() {
+        return Err(CliError::usage(
+            "--judge and --model choose how `--attribution ALGO` weighs the context: give \
+             --attribution too",
+        ));
+    }
+    let attribution = match a.attribution {
+        Some(algo) => {
+            let attributor = build(algo, &a.attributor)?;
+            mem.attribute_call(attributor.as_ref(), &call, &context)?
+        }
+        None => BTreeMap::new(),
     };
     let mut req = GateRequest::new(call, context, &a.recorder);
     req.citations = citations;
+    req.attribution = attribution;
     req.repair = a.repair;
-    req.repair_query = repair_query;
+    req.repair_query = a.repair_query.clone();
     req.scope = a.scope.unwrap_or_default();
-    let out = mem.gate(&policy, &req)?;
+    let out = mem.gate(&policy, &req).map_err(|e| match e {
+        // The call, a citation or a parameter value could not be judged: bad input.
+        memlineage::Error::Gate(g) => CliError::usage(format!("cannot judge the call: {g}")),
+        other => CliError::from(other),
+    })?;
     let d = &out.decision;
     let mut json = serde_json::to_value(d).map_err(|e| CliError::failed(e.to_string()))?;
     json["record"] = serde_json::json!(out.record.id.to_hex());
@@ -116,4 +144,10 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         code: if denied { EXIT_DENIED } else { 0 },
         failure: denied.then(|| "the call is denied".to_string()),
     })
+}
+
+/// An id that names no entry, or names several, is bad input to `gate` (exit 2), so that exit
+/// 1 always means the store could not be used.
+fn as_bad_input(e: CliError) -> CliError {
+    CliError::usage(e.message)
 }

@@ -1,6 +1,8 @@
 //! The commands, one file per group, and what they share: opening the store, resolving entry
 //! ids (full or a unique prefix), and the argument parsers clap uses (their errors exit 2).
 
+pub mod attribute;
+pub mod bench;
 pub mod control;
 pub mod debug;
 pub mod demo;

@@ -4,7 +4,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A validated namespace path: 1 to 8 segments of 1 to 64 characters from `[A-Za-z0-9._@-]`,
-/// joined by `/`. A scope contains itself and every scope below it.
+/// joined by `/`, none of them `.` or `..` (so a scope never reads as a relative path that
+/// climbs out of a namespace). A scope contains itself and every scope below it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Scope(String);
 
@@ -33,6 +34,11 @@ impl Scope {
             if seg.is_empty() || seg.len() > 64 {
                 return Err(err(
                     "each segment must be 1 to 64 characters (no empty segments)",
+                ));
+            }
+            if seg == "." || seg == ".." {
+                return Err(err(
+                    "`.` and `..` are not scope segments (a scope is a name, not a relative path)",
                 ));
             }
             if !seg
@@ -95,9 +101,27 @@ mod tests {
 
     #[test]
     fn rejects_bad_scopes() {
-        for bad in ["", "/a", "a/", "a//b", "a b", "a/b/c/d/e/f/g/h/i", "é"] {
+        for bad in [
+            "",
+            "/a",
+            "a/",
+            "a//b",
+            "a b",
+            "a/b/c/d/e/f/g/h/i",
+            "é",
+            "../bad",
+            "a/./b",
+            "a/..",
+            ".",
+        ] {
             assert!(Scope::new(bad).is_err(), "{bad:?}");
         }
         assert!(Scope::new(&"x".repeat(65)).is_err());
+        let e = Scope::new("../bad").unwrap_err();
+        assert!(e.to_string().contains("`..`"), "{e}");
+        // Dots inside a segment are fine.
+        for good in ["a.b", "...", "v1.2/x", ".hidden"] {
+            assert!(Scope::new(good).is_ok(), "{good:?}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The decision: check every parameter the policy names, then allow, deny or repair.
 
 use super::error::GateError;
+use super::judge::{Judgement, judge};
 use super::param_type::shown;
 use super::policy::{Citations, Mode, ParamPolicy, Policy, ToolPolicy, Unjustified};
 use super::trace::{Entries, TraceArgs, Traced, trace};
@@ -154,7 +155,7 @@ pub(crate) fn check_all<'p>(
                 outcome: Outcome::Absent,
                 via: Via::None,
                 justifying: Vec::new(),
-                worst_label: None,
+                label: None,
                 offending: None,
                 taint_path: Vec::new(),
                 message: format!("`{name}` is not in the call: nothing to check."),
@@ -186,7 +187,8 @@ pub(crate) fn check_all<'p>(
                     },
                     scratch,
                 );
-                reason_for(name, pp, raw, &traced)
+                let judged = judge(policy, pp, &value, &traced, input, scratch);
+                reason_for(name, pp, raw, &traced, judged.as_ref())
             }
         };
         out.push(Checked {
@@ -236,10 +238,15 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-fn reason_for(name: &str, pp: &ParamPolicy, raw: &Value, t: &Traced<'_>) -> ParamReason {
+fn reason_for(
+    name: &str,
+    pp: &ParamPolicy,
+    raw: &Value,
+    t: &Traced<'_>,
+    judged: Option<&Judgement<'_>>,
+) -> ParamReason {
     let val = show_json(raw);
     let justifying: Vec<EntryId> = t.justifying.iter().map(|e| e.id).collect();
-    let worst = t.worst();
     let mut note = String::new();
     if !t.ignored_citations.is_empty() {
         let ids: Vec<String> = t.ignored_citations.iter().map(EntryId::short).collect();
@@ -253,56 +260,85 @@ fn reason_for(name: &str, pp: &ParamPolicy, raw: &Value, t: &Traced<'_>) -> Para
     let how = match t.via {
         Via::Citation => "citation of",
         Via::ValueMatch => "its value in",
-        Via::Attribution => "attribution above τ to",
+        Via::Attribution => "attribution to",
         Via::None => "",
     };
-    let (outcome, offending, taint_path, message) = match worst {
+    let (outcome, offending, taint_path, message) = match judged {
         None => {
             let (outcome, verb) = match pp.unjustified {
                 Unjustified::Allow => (Outcome::UnjustifiedAllowed, "allows"),
                 Unjustified::Deny => (Outcome::UnjustifiedDenied, "denies"),
+            };
+            let weak = if t.via == Via::Attribution {
+                " (attribution gives no edge above τ and no taint)"
+            } else {
+                ""
             };
             (
                 outcome,
                 None,
                 Vec::new(),
                 format!(
-                    "No entry of the context justifies `{name}` = {val} (no citation, no entry carrying the value, no attribution above τ); the policy {verb} unjustified values.{note}"
+                    "No entry of the context justifies `{name}` = {val} (no citation, no entry carrying the value, no attribution above τ){weak}; the policy {verb} unjustified values.{note}"
                 ),
             )
         }
-        Some(w) if w.label <= pp.require => {
-            let n = t.justifying.len();
-            (
-                Outcome::Justified,
-                None,
-                Vec::new(),
-                format!(
-                    "`{name}` = {val} is justified by {how} {n} entr{}, the least trusted being {}, within the required {}.{note}",
+        Some(j) => {
+            let mut about = String::new();
+            if let Some(rule) = &j.rule {
+                about.push_str(&format!(" ({rule})"));
+            }
+            if let Some(origin) = j.raised_by {
+                about.push_str(&format!(
+                    ", whose value first appears in its ancestor {} (value provenance: {})",
+                    origin.short(),
+                    j.label
+                ));
+            }
+            if j.label <= pp.require {
+                let n = t.justifying.len();
+                let mut m = format!(
+                    "`{name}` = {val} is justified by {how} {n} entr{}, the decisive one being {}{about}, within the required {}.",
                     if n == 1 { "y" } else { "ies" },
-                    entry_desc(w),
+                    entry_desc(j.decisive),
                     pp.require
-                ),
-            )
+                );
+                if !j.overruled.is_empty() {
+                    let ids: Vec<String> = j.overruled.iter().map(EntryId::short).collect();
+                    m.push_str(&format!(
+                        " Less trusted {} {} carr{} the value too; a trusted carrier suffices (carriers = \"any\").",
+                        if ids.len() == 1 { "entry" } else { "entries" },
+                        ids.join(", "),
+                        if ids.len() == 1 { "ies" } else { "y" }
+                    ));
+                }
+                m.push_str(&note);
+                (Outcome::Justified, None, Vec::new(), m)
+            } else {
+                (
+                    Outcome::Untrusted,
+                    Some(j.decisive.id),
+                    j.path.clone(),
+                    format!(
+                        "`{name}` = {val} is justified by {how} {}{about}, less trusted than the required {}; {}.{note}",
+                        entry_desc(j.decisive),
+                        pp.require,
+                        path_desc(&j.path)
+                    ),
+                )
+            }
         }
-        Some(w) => (
-            Outcome::Untrusted,
-            Some(w.id),
-            w.taint_path.clone(),
-            format!(
-                "`{name}` = {val} is justified by {how} {}, less trusted than the required {}; {}.{note}",
-                entry_desc(w),
-                pp.require,
-                path_desc(&w.taint_path)
-            ),
-        ),
     };
     ParamReason {
         param: name.to_string(),
         outcome,
-        via: t.via,
+        via: if judged.is_none() && t.via == Via::Attribution {
+            Via::None
+        } else {
+            t.via
+        },
         justifying,
-        worst_label: worst.map(|w| w.label),
+        label: judged.map(|j| j.label),
         offending,
         taint_path,
         message,

@@ -15,8 +15,10 @@ mod call;
 mod decide;
 mod error;
 mod ids;
+mod judge;
 mod param_type;
 mod policy;
+mod provenance;
 mod repair;
 mod trace;
 
@@ -24,11 +26,14 @@ pub use call::ToolCall;
 pub use decide::decide;
 pub use error::GateError;
 pub use param_type::{Amount, Date, NormValue, ParamType, ParamValue, ValueError};
-pub use policy::{Citations, Mode, ParamPolicy, Policy, PolicyError, ToolPolicy, Unjustified};
+pub use policy::{
+    Carriers, Citations, Mode, ParamPolicy, Policy, PolicyError, Provenance, ToolPolicy,
+    Unjustified,
+};
 
 use crate::entry::EntryKind;
 use crate::hash::EntryId;
-use crate::label::{TrustLabel, Weight};
+use crate::label::{Fallback, TrustLabel, Weight};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -51,6 +56,23 @@ pub struct ContextEntry {
     pub taint_path: Vec<EntryId>,
 }
 
+/// An entry of the lineage behind the context, for value provenance: the entry (with its
+/// effective label, content and taint path) and the ids of *all* its parents, whatever their
+/// edge weights.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AncestryNode {
+    /// The entry.
+    pub entry: ContextEntry,
+    /// Every parent of the entry, strong or weak.
+    pub parents: Vec<EntryId>,
+}
+
+/// The lineage behind the context, by entry id: every context entry that has parents, and
+/// every ancestor of those (`docs/gate.md`, "Value provenance"). An entry that is absent is
+/// taken to have no parents; a parent id that is listed but absent could not be examined and
+/// counts as an untrusted carrier (fail closed).
+pub type Ancestry = BTreeMap<EntryId, AncestryNode>;
+
 /// Everything [`decide`] needs besides the policy.
 #[derive(Clone, Copy, Debug)]
 pub struct GateInput<'a> {
@@ -69,10 +91,16 @@ pub struct GateInput<'a> {
     pub repair: bool,
     /// Further repair candidates, from store retrieval with the user's request as the query.
     pub repair_pool: &'a [ContextEntry],
+    /// The label fallback applied when attribution weights justify a parameter (the call is
+    /// treated as a derived entry, paper §M4); the store's setting. Default strict.
+    pub fallback: Fallback,
+    /// The lineage behind the context and the pool, for value provenance.
+    pub ancestry: &'a Ancestry,
 }
 
 static NO_CITATIONS: BTreeMap<String, Vec<EntryId>> = BTreeMap::new();
 static NO_ATTRIBUTION: BTreeMap<String, Vec<(EntryId, Weight)>> = BTreeMap::new();
+static NO_ANCESTRY: Ancestry = BTreeMap::new();
 
 impl<'a> GateInput<'a> {
     /// An input with no citations, no attribution, and no repair.
@@ -85,7 +113,21 @@ impl<'a> GateInput<'a> {
             tau,
             repair: false,
             repair_pool: &[],
+            fallback: Fallback::Strict,
+            ancestry: &NO_ANCESTRY,
         }
+    }
+
+    /// With the store's label fallback (for attribution-justified parameters).
+    pub fn with_fallback(mut self, fallback: Fallback) -> Self {
+        self.fallback = fallback;
+        self
+    }
+
+    /// With the lineage behind the context, for value provenance.
+    pub fn with_ancestry(mut self, ancestry: &'a Ancestry) -> Self {
+        self.ancestry = ancestry;
+        self
     }
 
     /// With explicit citations.
@@ -186,9 +228,10 @@ pub struct ParamReason {
     /// The entries that justify it (for a repaired parameter: its new value).
     #[serde(with = "ids::list")]
     pub justifying: Vec<EntryId>,
-    /// The least trusted label among them.
-    pub worst_label: Option<TrustLabel>,
-    /// For an untrusted (or repaired) parameter: the least trusted justifying entry.
+    /// The label at which the value is justified: the decisive entry's value label (see
+    /// `docs/gate.md`, "Decision rules"); `None` when nothing justifies it.
+    pub label: Option<TrustLabel>,
+    /// For an untrusted (or repaired) parameter: the decisive (least trusted) justifying entry.
     #[serde(with = "ids::opt")]
     pub offending: Option<EntryId>,
     /// The offending entry's lineage path to its untrusted root, the entry first.

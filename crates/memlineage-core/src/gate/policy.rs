@@ -85,6 +85,55 @@ impl Citations {
     }
 }
 
+/// Which of the entries that carry a value decide whether it is justified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Carriers {
+    /// The value is justified when *some* carrier is trusted enough: a value the user (or a
+    /// trusted lineage) supplied stays the user's choice even if an untrusted entry echoes it,
+    /// so an attacker cannot block a legitimate call by repeating its values. With value
+    /// provenance on, a trusted-looking carrier whose value was copied from an untrusted
+    /// ancestor does not count. The default.
+    #[default]
+    Any,
+    /// The value is justified only when *every* carrier is trusted enough (the least trusted
+    /// carrier decides): for deployments that want any untrusted mention of a value to block it.
+    All,
+}
+
+impl Carriers {
+    /// `any` or `all`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Carriers::Any => "any",
+            Carriers::All => "all",
+        }
+    }
+}
+
+/// How far the gate traces a value that an entry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// Through the carrier's ancestors, whatever the edge weights: a carrier whose value first
+    /// appeared in an untrusted ancestor counts at that ancestor's derived label (closes the
+    /// under-τ and trusted-cover laundering attacks, `docs/gate.md`). The default.
+    #[default]
+    Value,
+    /// The carrier's own (effective) label only, as in the paper.
+    Entry,
+}
+
+impl Provenance {
+    /// `value` or `entry`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Value => "value",
+            Provenance::Entry => "entry",
+        }
+    }
+}
+
 /// The policy of one parameter of a sensitive tool.
 #[derive(Clone, Debug)]
 pub struct ParamPolicy {
@@ -122,6 +171,10 @@ pub struct Policy {
     pub mode: Mode,
     /// How explicit citations are treated (default verify).
     pub citations: Citations,
+    /// Which carriers of a value decide (default any).
+    pub carriers: Carriers,
+    /// How far a carried value is traced (default value).
+    pub provenance: Provenance,
     /// The sensitive tools by name; a tool not named is not sensitive.
     pub tools: BTreeMap<String, ToolPolicy>,
 }
@@ -271,6 +324,34 @@ impl Policy {
                         }
                     }
                 }
+                "carriers" => {
+                    policy.carriers = match cx.string(v, "`carriers`")? {
+                        "any" => Carriers::Any,
+                        "all" => Carriers::All,
+                        other => {
+                            return Err(cx.err(
+                                v.span().start,
+                                format!(
+                                    "unknown carriers setting {other:?} (expected \"any\" or \"all\")"
+                                ),
+                            ));
+                        }
+                    }
+                }
+                "provenance" => {
+                    policy.provenance = match cx.string(v, "`provenance`")? {
+                        "value" => Provenance::Value,
+                        "entry" => Provenance::Entry,
+                        other => {
+                            return Err(cx.err(
+                                v.span().start,
+                                format!(
+                                    "unknown provenance setting {other:?} (expected \"value\" or \"entry\")"
+                                ),
+                            ));
+                        }
+                    }
+                }
                 "tools" => {
                     for (tk, tv) in entries(cx.table(v, "`tools`")?) {
                         let tool = cx.name(tk, "tool")?;
@@ -282,7 +363,7 @@ impl Policy {
                     return Err(cx.err(
                         k.span().start,
                         format!(
-                            "unknown key {other:?} at the top level (expected `mode`, `citations` or `tools`)"
+                            "unknown key {other:?} at the top level (expected `mode`, `citations`, `carriers`, `provenance` or `tools`)"
                         ),
                     ));
                 }

@@ -12,8 +12,9 @@ use super::decide::{
     Checked, check_all, deny_summary, entry_desc, failing_names, finish, name_list, show_json,
 };
 use super::error::GateError;
-use super::param_type::{NormValue, ParamType};
-use super::policy::{ParamPolicy, Policy, ToolPolicy};
+use super::judge::carrier_origin;
+use super::param_type::{NormValue, ParamType, ParamValue};
+use super::policy::{Carriers, ParamPolicy, Policy, ToolPolicy};
 use super::trace::Entries;
 use super::{ContextEntry, Decision, GateDecision, GateInput, Outcome, ParamReason, Repair};
 use serde_json::Value;
@@ -49,8 +50,27 @@ fn carried_above(
         })
 }
 
+/// Whether the value `v` that `e` offers is of trusted enough provenance: `e`'s value label
+/// (value provenance) is at or below `require`.
+fn provenance_ok(
+    policy: &Policy,
+    pp: &ParamPolicy,
+    v: &NormValue,
+    e: &ContextEntry,
+    input: &GateInput<'_>,
+    scratch: &mut String,
+) -> bool {
+    let value = ParamValue::one(v.clone());
+    carrier_origin(policy, &pp.kind, &value, e, input, scratch).label <= pp.require
+}
+
 /// Finds the repair candidate of a parameter (see the module documentation).
-pub(crate) fn pick<'a>(pp: &ParamPolicy, input: &GateInput<'a>, scratch: &mut String) -> Pick<'a> {
+pub(crate) fn pick<'a>(
+    policy: &Policy,
+    pp: &ParamPolicy,
+    input: &GateInput<'a>,
+    scratch: &mut String,
+) -> Pick<'a> {
     if !pp.kind.can_repair() {
         return Pick::NotRepairable;
     }
@@ -68,7 +88,11 @@ pub(crate) fn pick<'a>(pp: &ParamPolicy, input: &GateInput<'a>, scratch: &mut St
                 if found.iter().any(|(f, _)| *f == v) || rejected.contains(&v) {
                     continue;
                 }
-                if carried_above(pp, &v, input, scratch) {
+                let excluded = match policy.carriers {
+                    Carriers::All => carried_above(pp, &v, input, scratch),
+                    Carriers::Any => false,
+                };
+                if excluded || !provenance_ok(policy, pp, &v, e, input, scratch) {
                     rejected.push(v);
                 } else {
                     found.push((v, e));
@@ -110,7 +134,7 @@ pub(crate) fn attempt(
         if !c.reason.outcome.fails() {
             continue;
         }
-        match pick(c.policy, input, scratch) {
+        match pick(policy, c.policy, input, scratch) {
             Pick::Found(v, src) => {
                 let old = call.arguments.get(c.name).cloned().unwrap_or(Value::Null);
                 let new = v.to_json(&old);
@@ -227,7 +251,7 @@ pub(crate) fn attempt(
             outcome: Outcome::Repaired,
             via: re.reason.via,
             justifying: re.reason.justifying,
-            worst_label: re.reason.worst_label,
+            label: re.reason.label,
             offending: orig.reason.offending,
             taint_path: orig.reason.taint_path,
             message: format!("{} {note}", orig.reason.message),

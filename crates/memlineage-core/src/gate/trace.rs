@@ -1,8 +1,9 @@
 //! Tracing one parameter to the entries that justify it.
 //!
 //! Order: explicit citations (under `citations = "verify"` only the cited entries that carry
-//! the value count); else every entry whose content carries the value; else every entry whose
-//! attribution weight is strictly above τ; else nothing justifies it.
+//! the value count); else every entry whose content carries the value; else the attribution
+//! weights (the call treated as a derived entry: strong edges justify, and under the strict
+//! fallback weak untrusted ones taint); else nothing justifies it.
 
 use super::param_type::{ParamType, ParamValue};
 use super::{ContextEntry, Via};
@@ -34,16 +35,9 @@ pub(crate) struct Traced<'a> {
     pub(crate) justifying: Vec<&'a ContextEntry>,
     /// Cited entries ignored because they do not carry the value (verify mode).
     pub(crate) ignored_citations: Vec<EntryId>,
-}
-
-impl<'a> Traced<'a> {
-    /// The least trusted justifying entry (the first of them in order, on a tie).
-    pub(crate) fn worst(&self) -> Option<&'a ContextEntry> {
-        self.justifying
-            .iter()
-            .copied()
-            .reduce(|a, b| if b.label > a.label { b } else { a })
-    }
+    /// For [`Via::Attribution`]: every attributed entry with a non-zero weight, in the order
+    /// given (weak ones matter under the strict fallback).
+    pub(crate) weights: Vec<(&'a ContextEntry, Weight)>,
 }
 
 /// What one trace needs.
@@ -88,6 +82,7 @@ pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'
                 via: Via::Citation,
                 justifying,
                 ignored_citations: ignored,
+                weights: Vec::new(),
             };
         }
     }
@@ -101,16 +96,24 @@ pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'
             via: Via::ValueMatch,
             justifying,
             ignored_citations: ignored,
+            weights: Vec::new(),
         };
     }
+    let mut weights: Vec<(&'a ContextEntry, Weight)> = Vec::new();
     for (id, w) in a.attribution.unwrap_or(&[]) {
-        if *w > a.tau
+        if *w > Weight::ZERO
             && let Some(e) = a.entries.find(id)
         {
-            push_unique(&mut justifying, e);
+            match weights.iter_mut().find(|(x, _)| x.id == e.id) {
+                Some((_, old)) => *old = (*old).max(*w),
+                None => weights.push((e, *w)),
+            }
+            if *w > a.tau {
+                push_unique(&mut justifying, e);
+            }
         }
     }
-    let via = if justifying.is_empty() {
+    let via = if weights.is_empty() {
         Via::None
     } else {
         Via::Attribution
@@ -119,5 +122,6 @@ pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'
         via,
         justifying,
         ignored_citations: ignored,
+        weights,
     }
 }

@@ -8,4 +8,5 @@ mod attribution;
 mod chat;
 mod common;
 mod forward;
+mod prefix;
 mod tokenizer;

@@ -16,6 +16,10 @@
 //! * `AttnAttr` — white-box attention of the local open-weight model ([`local::AttnAttr`],
 //!   feature `models`).
 //!
+//! [`select::attributor`] builds one by name (`coarse`, `lm-self-eval` with a
+//! [`JudgeChoice`], `attn-attr`), for the command line's `attribute` and
+//! `write --attribution`; an algorithm this build lacks is [`AttributionError::Unavailable`].
+//!
 //! Weights leave this module as [`Weight`]s (basis points): floats are rounded with
 //! [`Weight::from_unit_f64`] before anything is signed. `docs/attribution.md` has the measured
 //! quality and cost of each algorithm.
@@ -27,11 +31,13 @@ mod coarse;
 pub mod judge;
 #[cfg(feature = "models")]
 pub mod local;
+pub mod select;
 
 pub use coarse::Coarse;
 pub use judge::{JudgeBackend, LmSelfEval};
 #[cfg(feature = "models")]
-pub use local::{AttnAttr, LocalJudge};
+pub use local::{AttnAttr, JudgeDecoding, LocalJudge};
+pub use select::{Algorithm, JudgeChoice, Selection, attributor};
 
 /// A candidate parent: its entry id and its (verified) content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,6 +249,14 @@ pub enum AttributionError {
     /// The input cannot be attributed (e.g. more parents than the algorithm takes).
     #[error("{0}")]
     Invalid(String),
+    /// The algorithm or judge was asked for, but this build does not include it.
+    #[error("{what} is not in this build: it needs the `{feature}` feature of memlineage")]
+    Unavailable {
+        /// What was asked for.
+        what: String,
+        /// The cargo feature that adds it (`models` or `openai`).
+        feature: &'static str,
+    },
 }
 
 #[cfg(test)]

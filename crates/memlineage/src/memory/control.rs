@@ -9,7 +9,8 @@ use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::label::{TrustClass, TrustLabel};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, DistrustTarget, RegistryChange, Tombstone};
-use memlineage_core::trust::{ParentEdge, compute_label};
+use memlineage_core::rule::{LabelRule, required_label};
+use memlineage_core::trust::ParentEdge;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -159,10 +160,14 @@ impl<S: Store> Memory<S> {
 
 /// Computes the label raises caused by a distrust record. Descendants are visited in log
 /// order (a topological order of the DAG), and the walk stops where a label does not change.
+/// Each descendant is relabelled with its own rule bounded by the store's (`store_rule`), as
+/// at write time. Entries the principal writes after the record are labelled `EXTERNAL` when
+/// they are written (see `write.rs`), so they need no effect here.
 pub(super) fn distrust_effects(
     reader: &dyn StoreRead,
     d: &Distrust,
     registry: &Registry,
+    store_rule: LabelRule,
 ) -> Result<Vec<Effect>, Error> {
     let seeds: Vec<(u64, EntryId)> = match &d.target {
         DistrustTarget::Entry(id) => {
@@ -173,9 +178,13 @@ pub(super) fn distrust_effects(
             if registry.get(name).is_none() {
                 return Err(Error::Invalid(format!("no principal named `{name}`")));
             }
+            // The writer index finds the candidates; each is checked against its signed body
+            // (`verify` audits the index itself).
             let mut out = Vec::new();
             for index in reader.indices_by_writer(name)? {
-                if let Some(e) = reader.entry_by_index(index)? {
+                if let Some(e) = reader.entry_by_index(index)?
+                    && SignedEntry::from_leaf(&e.leaf)?.body().writer == *name
+                {
                     out.push((e.index, e.id));
                 }
             }
@@ -185,7 +194,7 @@ pub(super) fn distrust_effects(
     let mut raised: HashMap<EntryId, TrustLabel> = HashMap::new();
     let mut effects = Vec::new();
     let mut queue: BinaryHeap<Reverse<(u64, EntryId)>> = BinaryHeap::new();
-    for (index, id) in seeds {
+    for (_, id) in seeds {
         raised.insert(id, TrustLabel::External);
         effects.push(Effect::RaiseLabel {
             id,
@@ -196,7 +205,6 @@ pub(super) fn distrust_effects(
                 queue.push(Reverse((c.index, child)));
             }
         }
-        let _ = index;
     }
     let mut visited = std::collections::HashSet::new();
     while let Some(Reverse((_, id))) = queue.pop() {
@@ -206,9 +214,11 @@ pub(super) fn distrust_effects(
         let stored = reader.entry_by_id(&id)?.ok_or(Error::NotFound(id))?;
         let entry = SignedEntry::from_leaf(&stored.leaf)?;
         let body = entry.body();
+        // A seed (or an entry raised earlier in this walk) is never lowered by a later visit.
         let current = stored
             .effective_label
             .map_or(body.label, |l| l.max(body.label));
+        let current = raised.get(&id).map_or(current, |r| current.max(*r));
         let class = registry
             .get(&body.writer)
             .map_or(TrustClass::External, |p| p.class);
@@ -228,7 +238,12 @@ pub(super) fn distrust_effects(
                 weight: p.weight,
             });
         }
-        let new = compute_label(class, &edges, body.tau, body.fallback).label;
+        let new = required_label(
+            class,
+            &edges,
+            LabelRule::new(body.tau, body.fallback),
+            store_rule,
+        );
         if new > current {
             raised.insert(id, new);
             effects.push(Effect::RaiseLabel { id, label: new });

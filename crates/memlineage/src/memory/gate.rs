@@ -8,7 +8,9 @@ use crate::error::Error;
 use crate::store::Store;
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Scope};
-use memlineage_core::gate::{self, ContextEntry, GateDecision, GateInput, Policy, ToolCall};
+use memlineage_core::gate::{
+    self, Ancestry, AncestryNode, ContextEntry, GateDecision, GateInput, Policy, ToolCall,
+};
 use memlineage_core::label::Weight;
 use std::collections::BTreeMap;
 
@@ -25,8 +27,8 @@ pub struct GateRequest {
     pub attribution: BTreeMap<String, Vec<(EntryId, Weight)>>,
     /// Try authority repair when the call would be denied.
     pub repair: bool,
-    /// Query for repair candidates from the store (normally the user's request); `None` uses
-    /// only the context.
+    /// Query for repair candidates from the store; `None` uses the user's request (the text of
+    /// the context's `user_input` entries), and only the context when there is none.
     pub repair_query: Option<String>,
     /// Scope for the repair retrieval.
     pub scope: Scope,
@@ -59,38 +61,56 @@ pub struct GateOutcome {
     pub record: Written,
 }
 
+/// Each entry's id and the ids of all its parents.
+type ParentLists = Vec<(EntryId, Vec<EntryId>)>;
+
 /// Repair candidates drawn from the store, at most this many.
 const REPAIR_POOL: usize = 16;
+
+/// At most this many ancestors are read for value provenance; beyond it, unread ancestors count
+/// as untrusted carriers (fail closed, `docs/gate.md`).
+pub const MAX_ANCESTRY: usize = 4096;
 
 impl<S: Store> Memory<S> {
     /// Decides whether `req.call` may be dispatched under `policy`, and logs the decision.
     ///
     /// Context entries are verified like retrieval results (signature, inclusion, label); one
     /// that fails verification is an error, not silently ignored, because the caller's prompt
-    /// contained it.
+    /// contained it. Their ancestors (through every edge, whatever its weight) are read and
+    /// verified the same way for value provenance. With repair on and no `repair_query`, the
+    /// user's request — the text of the context's `user_input` entries — is the query.
     pub fn gate(&self, policy: &Policy, req: &GateRequest) -> Result<GateOutcome, Error> {
-        let context = self.context_entries(&req.context)?;
-        let pool = match (&req.repair_query, req.repair) {
-            (Some(q), true) => {
-                let r = self.search(q, &req.scope, REPAIR_POOL)?;
+        let (context, mut parents) = self.context_entries(&req.context)?;
+        let query = match (&req.repair_query, req.repair) {
+            (Some(q), true) => Some(q.clone()),
+            (None, true) => user_request(&context),
+            (_, false) => None,
+        };
+        let pool = match query {
+            Some(q) => {
+                let r = self.search(&q, &req.scope, REPAIR_POOL)?;
                 let ids: Vec<EntryId> = r
                     .entries
                     .iter()
                     .map(|e| e.entry.id())
                     .filter(|id| !req.context.contains(id))
                     .collect();
-                self.context_entries(&ids)?
+                let (pool, pool_parents) = self.context_entries(&ids)?;
+                parents.extend(pool_parents);
+                pool
             }
-            _ => Vec::new(),
+            None => Vec::new(),
         };
+        let ancestry = self.ancestry(context.iter().chain(&pool), parents)?;
         let mut input = GateInput::new(&req.call, &context, self.settings.tau)
             .with_citations(&req.citations)
-            .with_attribution(&req.attribution);
+            .with_attribution(&req.attribution)
+            .with_fallback(self.settings.fallback)
+            .with_ancestry(&ancestry);
         if req.repair {
             input = input.with_repair(&pool);
         }
-        let decision =
-            gate::decide(policy, &input).map_err(|e| Error::Invalid(format!("gate: {e}")))?;
+        let decision = gate::decide(policy, &input).map_err(Error::Gate)?;
         let record = serde_json::json!({
             "call": {"name": req.call.name, "arguments": req.call.arguments},
             "context": req.context,
@@ -110,8 +130,34 @@ impl<S: Store> Memory<S> {
         })
     }
 
-    /// Verified context entries with effective labels and taint paths.
-    fn context_entries(&self, ids: &[EntryId]) -> Result<Vec<ContextEntry>, Error> {
+    /// Attribution weights for every argument of `call`, each argument treated as a derived
+    /// entry of the context (the third tracing step of the gate, `docs/gate.md`). The child text
+    /// of an argument is `tool(param: value)`.
+    pub fn attribute_call(
+        &self,
+        attributor: &dyn crate::attribution::Attributor,
+        call: &ToolCall,
+        context: &[EntryId],
+    ) -> Result<BTreeMap<String, Vec<(EntryId, Weight)>>, Error> {
+        let mut out = BTreeMap::new();
+        for (param, value) in &call.arguments {
+            let shown = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let child = format!("{}({param}: {shown})", call.name);
+            let weighed = self.attribute_parents(attributor, &child, context)?;
+            out.insert(
+                param.clone(),
+                weighed.into_iter().map(|p| (p.id, p.weight)).collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Verified context entries with effective labels and taint paths, and the parent ids of
+    /// each (every edge).
+    fn context_entries(&self, ids: &[EntryId]) -> Result<(Vec<ContextEntry>, ParentLists), Error> {
         let r = self.recall(ids)?;
         if let Some(d) = r.dropped.first() {
             return Err(Error::Integrity(format!(
@@ -119,24 +165,90 @@ impl<S: Store> Memory<S> {
                 d.id, d.reason
             )));
         }
-        r.entries
-            .iter()
-            .map(|v| {
-                let id = v.entry.id();
-                let taint_path = if v.effective_label.is_untrusted() {
-                    self.taint_path(&id)?
-                } else {
-                    Vec::new()
-                };
-                Ok(ContextEntry {
-                    id,
-                    label: v.effective_label,
-                    writer: v.entry.body().writer.clone(),
-                    kind: v.entry.body().kind,
-                    content: v.text(),
-                    taint_path,
-                })
-            })
-            .collect()
+        let mut entries = Vec::with_capacity(r.entries.len());
+        let mut parents = Vec::with_capacity(r.entries.len());
+        for v in &r.entries {
+            entries.push(self.context_entry(v)?);
+            parents.push((
+                v.entry.id(),
+                v.entry.body().parents.iter().map(|p| p.id).collect(),
+            ));
+        }
+        Ok((entries, parents))
     }
+
+    fn context_entry(&self, v: &super::EntryView) -> Result<ContextEntry, Error> {
+        let id = v.entry.id();
+        let taint_path = if v.effective_label.is_untrusted() {
+            self.taint_path(&id)?
+        } else {
+            Vec::new()
+        };
+        Ok(ContextEntry {
+            id,
+            label: v.effective_label,
+            writer: v.entry.body().writer.clone(),
+            kind: v.entry.body().kind,
+            content: v.text(),
+            taint_path,
+        })
+    }
+
+    /// The lineage behind `entries` for value provenance: every entry with parents, and every
+    /// ancestor reachable through any edge, read through verified retrieval, breadth first, at
+    /// most [`MAX_ANCESTRY`] of them. Ancestors that fail verification, are forgotten, or lie
+    /// beyond the bound are left out, so the gate counts them as untrusted carriers.
+    fn ancestry<'e>(
+        &self,
+        entries: impl Iterator<Item = &'e ContextEntry>,
+        parents: ParentLists,
+    ) -> Result<Ancestry, Error> {
+        let mut by_id: BTreeMap<EntryId, ContextEntry> =
+            entries.map(|e| (e.id, e.clone())).collect();
+        let mut anc = Ancestry::new();
+        let mut frontier: Vec<EntryId> = Vec::new();
+        for (id, ps) in parents {
+            if ps.is_empty() || anc.contains_key(&id) {
+                continue;
+            }
+            let Some(entry) = by_id.get(&id).cloned() else {
+                continue;
+            };
+            frontier.extend(ps.iter().copied());
+            anc.insert(id, AncestryNode { entry, parents: ps });
+        }
+        let mut seen: std::collections::BTreeSet<EntryId> = anc.keys().copied().collect();
+        while !frontier.is_empty() && anc.len() < MAX_ANCESTRY {
+            let mut wanted: Vec<EntryId> = Vec::new();
+            for id in frontier.drain(..) {
+                // A parent missing from the log (a damaged store) stays unknown: fail closed.
+                if seen.insert(id) && self.store.entry_by_id(&id)?.is_some() {
+                    wanted.push(id);
+                }
+            }
+            wanted.truncate(MAX_ANCESTRY.saturating_sub(anc.len()));
+            if wanted.is_empty() {
+                break;
+            }
+            let r = self.recall(&wanted)?;
+            for v in &r.entries {
+                let entry = self.context_entry(v)?;
+                let ps: Vec<EntryId> = v.entry.body().parents.iter().map(|p| p.id).collect();
+                frontier.extend(ps.iter().copied());
+                by_id.insert(entry.id, entry.clone());
+                anc.insert(entry.id, AncestryNode { entry, parents: ps });
+            }
+        }
+        Ok(anc)
+    }
+}
+
+/// The user's request in a context: the text of its `user_input` entries, in prompt order.
+fn user_request(context: &[ContextEntry]) -> Option<String> {
+    let texts: Vec<&str> = context
+        .iter()
+        .filter(|e| e.kind == EntryKind::UserInput)
+        .filter_map(|e| e.content.as_deref())
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
 }

@@ -4,9 +4,12 @@ mod attribute;
 mod audit;
 mod cli_support;
 mod control;
+mod distrusted;
+mod effective;
 mod gate;
 mod lineage;
 mod read;
+mod relabel;
 mod retrieve;
 mod write;
 
@@ -15,7 +18,7 @@ pub use gate::{GateOutcome, GateRequest};
 pub use lineage::Direction;
 pub use read::{EntryView, InclusionProof};
 pub use retrieve::{Dropped, Retrieval};
-pub use write::{WriteRequest, Written};
+pub use write::{RELABEL_ATTEMPTS, WriteRequest, Written};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
@@ -25,6 +28,7 @@ use memlineage_core::entry::SignedEntry;
 use memlineage_core::label::{Fallback, Weight};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::RegistryChange;
+use memlineage_core::rule::LabelRule;
 use std::sync::Mutex;
 
 /// Store-wide settings, fixed at `init` and kept in the store.
@@ -49,10 +53,12 @@ impl Settings {
     }
 }
 
-/// The registry as of some log size, refreshed from the store when other writers append.
+/// The registry as of some log size, refreshed from the store when other writers append, and
+/// the distrust records replayed beside it.
 struct RegistryCache {
     registry: Registry,
     next: u64,
+    distrust: distrusted::DistrustLog,
 }
 
 /// Signed, lineage-labelled agent memory over a [`Store`].
@@ -114,6 +120,13 @@ impl<S: Store> Memory<S> {
         let fallback = get("fallback")?
             .parse::<Fallback>()
             .map_err(|e| Error::Integrity(format!("setting fallback: {e}")))?;
+        let signed = genesis_rule(&store)?;
+        if signed != LabelRule::new(tau, fallback) {
+            return Err(Error::Integrity(format!(
+                "the settings table says τ {tau}, fallback {fallback}, but the genesis record signs τ {}, fallback {}: the settings were edited behind the program's back (run `memlineage verify`)",
+                signed.tau, signed.fallback
+            )));
+        }
         let mem = Memory::from_parts(
             store,
             Settings {
@@ -134,6 +147,7 @@ impl<S: Store> Memory<S> {
             cache: Mutex::new(RegistryCache {
                 registry: Registry::new(),
                 next: 0,
+                distrust: distrusted::DistrustLog::default(),
             }),
             clock: Box::new(SystemClock),
         }
@@ -153,6 +167,12 @@ impl<S: Store> Memory<S> {
     /// The store settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The store's label rule (τ and fallback), as signed into the genesis record: per-entry
+    /// overrides may only be stricter (`memlineage_core::rule`).
+    pub fn store_rule(&self) -> LabelRule {
+        LabelRule::new(self.settings.tau, self.settings.fallback)
     }
 
     /// The underlying store.
@@ -178,6 +198,33 @@ impl<S: Store> Memory<S> {
         catch_up(&self.store, &mut cache.registry, &mut cache.next)?;
         Ok(cache.registry.clone())
     }
+
+    /// The registry and the distrust records, both refreshed from the log.
+    fn refresh_registry_and_distrust(&self) -> Result<(Registry, distrusted::DistrustLog), Error> {
+        let mut guard = self.lock_cache()?;
+        let cache = &mut *guard;
+        catch_up(&self.store, &mut cache.registry, &mut cache.next)?;
+        cache.distrust.catch_up(&self.store)?;
+        Ok((cache.registry.clone(), cache.distrust.clone()))
+    }
+}
+
+/// The store's label rule as signed into the genesis record (index 0): the genesis body's τ
+/// and fallback are the store's settings (`docs/formats.md`, "Store settings"), so the unsigned
+/// settings table can be checked against the log.
+pub(crate) fn genesis_rule(reader: &dyn StoreRead) -> Result<LabelRule, Error> {
+    let stored = reader.entry_by_index(0)?.ok_or_else(|| {
+        Error::Store("the log has no genesis record: run `memlineage init`".into())
+    })?;
+    let entry = SignedEntry::from_leaf(&stored.leaf)?;
+    let body = entry.body();
+    if body.kind != memlineage_core::entry::EntryKind::Registry {
+        return Err(Error::Integrity(format!(
+            "the entry at index 0 is a {} record, not the genesis registry record",
+            body.kind
+        )));
+    }
+    Ok(LabelRule::new(body.tau, body.fallback))
 }
 
 /// Replays registry records with index ≥ `next` into `registry`, advancing `next`.
@@ -185,6 +232,12 @@ fn catch_up(reader: &dyn StoreRead, registry: &mut Registry, next: &mut u64) -> 
     for rec in reader.registry_records(*next)? {
         let index = rec.index;
         let entry = SignedEntry::from_leaf(&rec.leaf)?;
+        if entry.body().kind != memlineage_core::entry::EntryKind::Registry {
+            return Err(Error::Integrity(format!(
+                "the entry at index {index} is indexed as a registry record but its signed kind is {} (run `memlineage verify`)",
+                entry.body().kind
+            )));
+        }
         if memlineage_core::Hash256::of(&rec.content) != entry.body().content_hash {
             return Err(Error::Integrity(format!(
                 "registry record at index {index} does not match its signed content hash"

@@ -4,10 +4,19 @@
 //! its content is checked against the signed hash; its signer is checked against the registry
 //! replayed from the log; its signature is verified (one batch for the whole result set); its
 //! inclusion in the latest signed checkpoint is proved from stored nodes; and its signed label is
-//! checked against its parents' labels. An entry that fails any check is dropped, reported in
-//! [`Retrieval::dropped`], and never rendered. Forgotten entries and control records are never
-//! returned.
+//! checked against its parents' labels, with its own rule bounded by the store's (and as an
+//! external writer's once a distrust record named its writer); its recorded rule must not be
+//! laxer than the store's; for a search, its *signed* scope must lie within the requested
+//! scope (the store's scope column only pre-filters); and its effective label is recomputed
+//! from the log's distrust records (see `effective.rs`), so a deleted row of the store's
+//! `effective` table never makes a distrusted entry look trusted. An entry that fails any
+//! check is dropped, reported in [`Retrieval::dropped`], and never rendered. Forgotten entries
+//! and control records are never returned.
+//!
+//! What only `verify` checks is listed in `docs/store.md`.
 
+use super::distrusted::DistrustLog;
+use super::effective::EffectiveWalk;
 use super::{EntryView, Memory};
 use crate::error::Error;
 use crate::store::Store;
@@ -16,7 +25,8 @@ use memlineage_core::entry::Scope;
 use memlineage_core::keys::{self, BatchItem, Domain};
 use memlineage_core::label::TrustLabel;
 use memlineage_core::render::prompt::{RenderedEntry, context_hash, render_text};
-use memlineage_core::trust::{ParentEdge, compute_label};
+use memlineage_core::rule::{LabelRule, required_label};
+use memlineage_core::trust::ParentEdge;
 use memlineage_core::{EntryId, Hash256};
 
 /// An entry dropped by retrieval, and why.
@@ -86,7 +96,7 @@ impl<S: Store> Memory<S> {
                 }),
             }
         }
-        self.verify_for_prompt(candidates, dropped)
+        self.verify_for_prompt(candidates, dropped, Some(scope))
     }
 
     /// Verifies and renders the given entries, in the order given (the active context of a
@@ -96,15 +106,18 @@ impl<S: Store> Memory<S> {
         for id in ids {
             candidates.push(self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?);
         }
-        self.verify_for_prompt(candidates, Vec::new())
+        self.verify_for_prompt(candidates, Vec::new(), None)
     }
 
     fn verify_for_prompt(
         &self,
         candidates: Vec<crate::store::StoredEntry>,
         mut dropped: Vec<Dropped>,
+        scope: Option<&Scope>,
     ) -> Result<Retrieval, Error> {
-        let registry = self.refresh_registry()?;
+        let (registry, distrust) = self.refresh_registry_and_distrust()?;
+        let store_rule = self.store_rule();
+        let mut walk = EffectiveWalk::new(&self.store, &registry, &distrust, store_rule)?;
         let size = self.store.size()?;
         // The checkpoint the proofs anchor to; refreshed when this process holds the operator
         // key and entries were written since the last one.
@@ -133,6 +146,19 @@ impl<S: Store> Memory<S> {
             };
             let body = view.entry.body();
             if body.kind.is_control() {
+                continue;
+            }
+            if let Some(wanted) = scope
+                && !wanted.contains(&body.scope)
+            {
+                drop(format!(
+                    "its signed scope `{}` is not within the requested scope `{wanted}` (the store's scope index disagrees with the log: run `memlineage verify`)",
+                    body.scope
+                ));
+                continue;
+            }
+            if let Some(laxer) = LabelRule::new(body.tau, body.fallback).laxer_than(store_rule) {
+                drop(format!("it was signed with a {laxer}"));
                 continue;
             }
             match &view.content {
@@ -172,7 +198,7 @@ impl<S: Store> Memory<S> {
                     continue;
                 }
             }
-            match self.required_label(&registry, &view) {
+            match self.required_label(&registry, &distrust, &view) {
                 Ok(required) if body.label >= required => {}
                 Ok(required) => {
                     drop(format!(
@@ -183,6 +209,20 @@ impl<S: Store> Memory<S> {
                 }
                 Err(e) => {
                     drop(format!("label: {e}"));
+                    continue;
+                }
+            }
+            match walk.label_of(index, &view.entry) {
+                Ok(e) if e <= view.effective_label => {}
+                Ok(e) => {
+                    drop(format!(
+                        "its effective label is {} in the store's index but the log's distrust records imply {e} (the derived table was edited: run `memlineage verify`)",
+                        view.effective_label
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    drop(format!("effective label: {e}"));
                     continue;
                 }
             }
@@ -227,17 +267,20 @@ impl<S: Store> Memory<S> {
         })
     }
 
-    /// The least label an entry's parents imply (from their effective labels).
+    /// The least label an entry must carry: from its writer's class at its index (external
+    /// once a distrust record named the writer) and its parents' signed labels, with its own
+    /// rule bounded by the store's.
     fn required_label(
         &self,
         registry: &memlineage_core::principal::Registry,
+        distrust: &DistrustLog,
         view: &EntryView,
     ) -> Result<TrustLabel, Error> {
         let body = view.entry.body();
-        let class = registry
-            .get(&body.writer)
-            .map(|p| p.class)
-            .ok_or_else(|| Error::Invalid(format!("unknown writer `{}`", body.writer)))?;
+        if registry.get(&body.writer).is_none() {
+            return Err(Error::Invalid(format!("unknown writer `{}`", body.writer)));
+        }
+        let class = distrust.class_at(registry, &body.writer, view.index);
         let mut edges = Vec::with_capacity(body.parents.len());
         for p in &body.parents {
             let stored = self
@@ -251,6 +294,11 @@ impl<S: Store> Memory<S> {
                 weight: p.weight,
             });
         }
-        Ok(compute_label(class, &edges, body.tau, body.fallback).label)
+        Ok(required_label(
+            class,
+            &edges,
+            LabelRule::new(body.tau, body.fallback),
+            self.store_rule(),
+        ))
     }
 }

@@ -1,15 +1,20 @@
-//! Writing entries: label at write time (O(parents)), sign, append with group commit.
+//! Writing entries: label at write time (O(parents)), sign (large batches on all cores),
+//! append with group commit.
 
+use super::distrusted::DistrustLog;
+use super::relabel::LabelGuard;
 use super::{Memory, catch_up, verify_registry_signature};
 use crate::error::Error;
 use crate::store::{Effect, NewRecord, Store, StoreRead};
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
-use memlineage_core::keys;
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, RegistryChange, Tombstone};
-use memlineage_core::trust::{ParentEdge, compute_label};
-use memlineage_core::{EntryId, Hash256};
+use memlineage_core::rule::{LabelRule, bounded_label};
+use memlineage_core::trust::ParentEdge;
+use memlineage_core::{EntryId, Hash256, canonical, keys};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 /// What to write. Build with [`WriteRequest::new`] and the `with_*` methods.
@@ -101,6 +106,76 @@ pub struct Written {
     pub label: TrustLabel,
 }
 
+/// A request turned into an unsigned body, with what signing and storing it needs.
+struct Draft {
+    body: EntryBody,
+    key: SigningKey,
+    content: Vec<u8>,
+    search_text: Option<String>,
+}
+
+/// A record signed in this process, with the verifying key of the key that signed it.
+struct Signed {
+    record: NewRecord,
+    signer: VerifyingKey,
+}
+
+impl Draft {
+    /// The id the entry will have: SHA-256 of the canonical body (no signature needed).
+    fn id(&self) -> Result<EntryId, Error> {
+        Ok(EntryId(Hash256::of(&canonical::encode(
+            &self.body.to_value(),
+        )?)))
+    }
+
+    fn sign(self) -> Result<Signed, Error> {
+        let entry = SignedEntry::sign(self.body, &self.key)?;
+        Ok(Signed {
+            record: NewRecord {
+                entry,
+                content: self.content,
+                search_text: self.search_text,
+            },
+            signer: self.key.verifying_key(),
+        })
+    }
+}
+
+/// Batches at least this large are signed on several threads.
+const PARALLEL_SIGNING_MIN: usize = 32;
+/// The most signing threads.
+const MAX_SIGNING_THREADS: usize = 8;
+
+/// Signs drafts on up to `threads` threads, keeping their order.
+fn sign_parallel(drafts: Vec<Draft>, threads: usize) -> Result<Vec<Signed>, Error> {
+    let per = drafts.len().div_ceil(threads.max(1)).max(1);
+    let mut chunks: Vec<Vec<Draft>> = Vec::with_capacity(threads);
+    let mut rest = drafts;
+    while !rest.is_empty() {
+        let tail = rest.split_off(per.min(rest.len()));
+        chunks.push(rest);
+        rest = tail;
+    }
+    let results: Vec<Result<Vec<Signed>, Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(Draft::sign).collect()))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Store("a signing thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut out = Vec::new();
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
 impl<S: Store> Memory<S> {
     /// Writes one entry durably and returns its id.
     pub fn write(&self, req: WriteRequest) -> Result<Written, Error> {
@@ -111,25 +186,118 @@ impl<S: Store> Memory<S> {
 
     /// Writes many entries in one transaction with one fsync (group commit). Entries may name
     /// earlier entries of the same batch as parents. All or nothing.
+    ///
+    /// Batches of 32 entries or more are signed on all cores (Ed25519 signing
+    /// is deterministic, so the entries are the same as when signed one by one).
+    ///
+    /// Labels are re-validated inside the transaction: when a distrust record committed since
+    /// they were computed raises what an entry's parents (or its writer) imply, the batch is
+    /// re-labelled, re-signed and appended again, up to [`RELABEL_ATTEMPTS`] times.
     pub fn write_batch(&self, reqs: Vec<WriteRequest>) -> Result<Vec<Written>, Error> {
-        let registry = self.refresh_registry()?;
-        let mut batch_labels: HashMap<EntryId, TrustLabel> = HashMap::new();
-        let mut records = Vec::with_capacity(reqs.len());
-        for req in reqs {
-            let rec = self.prepare(&registry, req, &batch_labels)?;
-            batch_labels.insert(rec.entry.id(), rec.entry.body().label);
-            records.push(rec);
+        let mut reqs = reqs;
+        // The ids the previous attempt gave the batch's entries: a re-labelled entry gets a new
+        // id, and later entries of the batch that name it as a parent are pointed at it.
+        let mut previous: Vec<EntryId> = Vec::new();
+        let mut attempt = 1;
+        loop {
+            match self.write_batch_once(reqs, &previous)? {
+                Ok(written) => return Ok(written),
+                Err((stale, records)) => {
+                    if attempt >= RELABEL_ATTEMPTS {
+                        return Err(stale);
+                    }
+                    tracing::debug!(attempt, "labels changed during the write: {stale}");
+                    attempt += 1;
+                    previous = records.iter().map(|r| r.entry.id()).collect();
+                    reqs = records.into_iter().map(request_of).collect();
+                }
+            }
         }
-        self.append(records)
     }
 
-    /// Builds and signs one record: the label is computed from the parents' *effective* labels.
-    fn prepare(
+    /// One attempt of [`Memory::write_batch`]: the outer error fails the write; the inner one
+    /// is a stale label, returned with the records so that they can be re-labelled.
+    /// `previous[i]` is the id entry `i` had in the previous attempt (empty on the first).
+    fn write_batch_once(
+        &self,
+        reqs: Vec<WriteRequest>,
+        previous: &[EntryId],
+    ) -> Result<Attempt, Error> {
+        let (registry, distrust) = self.refresh_registry_and_distrust()?;
+        let labels_seen = distrust.next();
+        let mut batch_labels: HashMap<EntryId, TrustLabel> = HashMap::new();
+        let mut renamed: HashMap<EntryId, EntryId> = HashMap::new();
+
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_SIGNING_THREADS);
+        let signed = if threads > 1 && reqs.len() >= PARALLEL_SIGNING_MIN {
+            // Labels first, in order (an entry may derive from an earlier one of the batch,
+            // named by its id, which needs no signature), then the signatures in parallel.
+            let mut drafts = Vec::with_capacity(reqs.len());
+            let mut ids = Vec::with_capacity(reqs.len());
+            for (i, req) in reqs.into_iter().enumerate() {
+                let req = rename_parents(req, &renamed);
+                let draft = self.draft(&registry, &distrust, req, &batch_labels)?;
+                let id = draft.id()?;
+                if let Some(old) = previous.get(i) {
+                    renamed.insert(*old, id);
+                }
+                batch_labels.insert(id, draft.body.label);
+                ids.push(id);
+                drafts.push(draft);
+            }
+            let signed = sign_parallel(drafts, threads)?;
+            if signed
+                .iter()
+                .zip(&ids)
+                .any(|(s, id)| s.record.entry.id() != *id)
+            {
+                return Err(Error::Integrity(
+                    "an entry's id changed when it was signed".into(),
+                ));
+            }
+            signed
+        } else {
+            let mut signed = Vec::with_capacity(reqs.len());
+            for (i, req) in reqs.into_iter().enumerate() {
+                let req = rename_parents(req, &renamed);
+                let s = self
+                    .draft(&registry, &distrust, req, &batch_labels)?
+                    .sign()?;
+                if let Some(old) = previous.get(i) {
+                    renamed.insert(*old, s.record.entry.id());
+                }
+                batch_labels.insert(s.record.entry.id(), s.record.entry.body().label);
+                signed.push(s);
+            }
+            signed
+        };
+        let (records, signers): (Vec<NewRecord>, Vec<VerifyingKey>) =
+            signed.into_iter().map(|s| (s.record, s.signer)).unzip();
+        match self.append_records(&records, &signers, Some(labels_seen)) {
+            Ok(written) => Ok(Ok(written)),
+            Err(stale @ Error::StaleLabel { .. }) => Ok(Err((stale, records))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Builds the body of one record: the label is computed from the parents' *effective*
+    /// labels, with the entry's rule bounded by the store's, and as an external writer's once
+    /// a distrust record named the writer.
+    fn draft(
         &self,
         registry: &Registry,
+        distrust: &DistrustLog,
         req: WriteRequest,
         batch: &HashMap<EntryId, TrustLabel>,
-    ) -> Result<NewRecord, Error> {
+    ) -> Result<Draft, Error> {
+        if req.content.is_empty() && !req.kind.is_control() {
+            return Err(Error::Invalid(
+                "the content is empty: an entry must hold at least one byte (nothing was written)"
+                    .into(),
+            ));
+        }
         let key = self.keys.get(&req.writer)?;
         let principal = registry.get(&req.writer).ok_or_else(|| {
             Error::Invalid(format!(
@@ -144,7 +312,9 @@ impl<S: Store> Memory<S> {
                 req.writer
             )));
         }
-        let class = principal.class;
+        // Entries logged after a distrust record names their writer take an external writer's
+        // label (`EXTERNAL`); the guard re-checks this at the entry's index.
+        let class = distrust.class_at(registry, &req.writer, u64::MAX);
         let mut parents = req.parents;
         EntryBody::normalise_parents(&mut parents);
         let mut edges = Vec::with_capacity(parents.len());
@@ -158,9 +328,18 @@ impl<S: Store> Memory<S> {
                 weight: p.weight,
             });
         }
-        let tau = req.tau.unwrap_or(self.settings.tau);
-        let fallback = req.fallback.unwrap_or(self.settings.fallback);
-        let label = compute_label(class, &edges, tau, fallback).label;
+        let store_rule = self.store_rule();
+        let rule = LabelRule::new(
+            req.tau.unwrap_or(store_rule.tau),
+            req.fallback.unwrap_or(store_rule.fallback),
+        );
+        if let Some(laxer) = rule.laxer_than(store_rule) {
+            return Err(Error::Invalid(format!(
+                "refused: the entry's {laxer}; a per-entry override may only be stricter (τ at most the store's, and strict when the store is strict), so that no writer can choose a lower label"
+            )));
+        }
+        let (tau, fallback) = (rule.tau, rule.fallback);
+        let label = bounded_label(class, &edges, rule, store_rule).label;
         let search_text = if req.kind.is_control() {
             None
         } else {
@@ -183,9 +362,9 @@ impl<S: Store> Memory<S> {
             created_at_ms: self.clock.now_ms(),
             metadata: req.metadata,
         };
-        let entry = SignedEntry::sign(body, &key)?;
-        Ok(NewRecord {
-            entry,
+        Ok(Draft {
+            body,
+            key,
             content: req.content,
             search_text,
         })
@@ -203,53 +382,101 @@ impl<S: Store> Memory<S> {
             .map_or(entry.body().label, |e| e.max(entry.body().label)))
     }
 
-    /// Appends prepared records; the guard re-validates them inside the transaction.
+    /// Appends records signed elsewhere in this crate; the guard re-validates all of them
+    /// inside the transaction.
     pub(super) fn append(&self, records: Vec<NewRecord>) -> Result<Vec<Written>, Error> {
+        self.append_records(&records, &[], None)
+    }
+
+    /// Appends records; the guard re-validates them inside the transaction, against the
+    /// registry as of the transaction.
+    ///
+    /// `prepared[i]`, where present, is the verifying key of the key that signed record `i`
+    /// by `draft` and `Draft::sign`, which also computed its content hash from its
+    /// content and found each of its parents in the log or earlier in the batch. For such a
+    /// record the guard skips what cannot have changed — the content hash, the parents'
+    /// presence (the log is append-only) and, when the registry's key for the signer is that
+    /// very key, the signature check (an Ed25519 signature made with a key verifies under
+    /// it) — and still checks the signer against the registry at the record's index (so a
+    /// revocation or rotation committed meanwhile by another writer is refused).
+    ///
+    /// `labels_seen` is the log size up to which distrust records had been replayed when the
+    /// labels were computed (`None`: recheck every label); see [`LabelGuard`].
+    fn append_records(
+        &self,
+        records: &[NewRecord],
+        prepared: &[VerifyingKey],
+        labels_seen: Option<u64>,
+    ) -> Result<Vec<Written>, Error> {
+        let store_rule = self.store_rule();
         let mut cache = self.lock_cache()?;
         let mut new_registry: Option<(Registry, u64)> = None;
+        let mut new_distrust: Option<DistrustLog> = None;
         let mut guard = |reader: &dyn StoreRead, first: u64, recs: &[NewRecord]| {
-            let mut registry = cache.registry.clone();
+            let mut labels =
+                LabelGuard::new(reader, &cache.distrust, labels_seen, recs, store_rule)?;
+            // The cached registry is cloned only when it changes: records appended by another
+            // writer since it was refreshed, or a registry record in this batch.
+            let mut registry = Cow::Borrowed(&cache.registry);
             let mut next = cache.next;
-            catch_up(reader, &mut registry, &mut next)?;
+            if !reader.registry_records(next)?.is_empty() {
+                catch_up(reader, registry.to_mut(), &mut next)?;
+            }
             let mut in_batch: HashMap<EntryId, usize> = HashMap::new();
             let mut effects = Vec::new();
             for (offset, rec) in recs.iter().enumerate() {
                 let index = first + offset as u64;
                 let entry = &rec.entry;
                 let body = entry.body();
-                if body.content_hash != Hash256::of(&rec.content) {
-                    return Err(Error::Invalid("content does not match its hash".into()));
-                }
-                for p in &body.parents {
-                    if !in_batch.contains_key(&p.id) && reader.entry_by_id(&p.id)?.is_none() {
-                        return Err(Error::UnknownParent(p.id));
+                let signer = prepared.get(offset);
+                if signer.is_none() {
+                    if body.content_hash != Hash256::of(&rec.content) {
+                        return Err(Error::Invalid("content does not match its hash".into()));
+                    }
+                    for p in &body.parents {
+                        if !in_batch.contains_key(&p.id) && reader.entry_by_id(&p.id)?.is_none() {
+                            return Err(Error::UnknownParent(p.id));
+                        }
                     }
                 }
                 if body.kind == EntryKind::Registry {
                     let change = RegistryChange::from_content(&rec.content)?;
                     verify_registry_signature(&registry, index, entry, &change)?;
+                    let registry = registry.to_mut();
                     registry.apply(index, entry, &change)?;
                     next = index + 1;
+                    labels.note(index, rec, &[])?;
                 } else {
                     let (principal, key) = registry.signer_at(&body.writer, &body.key_id, index)?;
-                    entry.verify_signature(key)?;
+                    if signer != Some(key) {
+                        entry.verify_signature(key)?;
+                    }
                     if body.kind.is_control() && principal.class != TrustClass::Trusted {
                         return Err(Error::Invalid(format!(
                             "only trusted principals may write {} records",
                             body.kind
                         )));
                     }
-                    effects.extend(control_effects(reader, rec, &registry)?);
+                    labels.check(reader, &registry, index, rec)?;
+                    let caused = control_effects(reader, rec, &registry, store_rule)?;
+                    labels.note(index, rec, &caused)?;
+                    effects.extend(caused);
                 }
                 in_batch.insert(entry.id(), offset);
             }
-            new_registry = Some((registry, next));
+            if let Cow::Owned(registry) = registry {
+                new_registry = Some((registry, next));
+            }
+            new_distrust = labels.into_distrust();
             Ok(effects)
         };
-        let first = self.store.append(&records, &mut guard)?;
+        let first = self.store.append(records, &mut guard)?;
         if let Some((registry, next)) = new_registry {
             cache.registry = registry;
             cache.next = next;
+        }
+        if let Some(distrust) = new_distrust {
+            cache.distrust = distrust;
         }
         Ok(records
             .iter()
@@ -268,6 +495,7 @@ fn control_effects(
     reader: &dyn StoreRead,
     rec: &NewRecord,
     registry: &Registry,
+    store_rule: LabelRule,
 ) -> Result<Vec<Effect>, Error> {
     let entry = &rec.entry;
     match entry.body().kind {
@@ -291,8 +519,47 @@ fn control_effects(
         }
         EntryKind::Distrust => {
             let d = Distrust::from_content(&rec.content)?;
-            super::control::distrust_effects(reader, &d, registry)
+            super::control::distrust_effects(reader, &d, registry, store_rule)
         }
         _ => Ok(Vec::new()),
+    }
+}
+
+/// Points parents named by an id of the previous attempt at the entry's new id.
+fn rename_parents(mut req: WriteRequest, renamed: &HashMap<EntryId, EntryId>) -> WriteRequest {
+    if !renamed.is_empty() {
+        for p in &mut req.parents {
+            if let Some(new) = renamed.get(&p.id) {
+                p.id = *new;
+            }
+        }
+    }
+    req
+}
+
+/// One attempt at a batch: written, or a stale label with the records to re-label.
+type Attempt = Result<Vec<Written>, (Error, Vec<NewRecord>)>;
+
+/// How many times [`Memory::write_batch`] re-labels a batch whose labels a concurrently
+/// committed distrust record made stale.
+pub const RELABEL_ATTEMPTS: u32 = 4;
+
+/// The request that produced `rec`, to label and sign it again (its τ and fallback as
+/// resolved; its creation time is taken afresh).
+fn request_of(rec: NewRecord) -> WriteRequest {
+    let NewRecord { entry, content, .. } = rec;
+    let body = entry.body().clone();
+    WriteRequest {
+        writer: body.writer,
+        scope: body.scope,
+        kind: body.kind,
+        content,
+        source_hash: body.source_hash,
+        context_hash: body.context_hash,
+        parents: body.parents,
+        attribution: body.attribution,
+        tau: Some(body.tau),
+        fallback: Some(body.fallback),
+        metadata: body.metadata,
     }
 }

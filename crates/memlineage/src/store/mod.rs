@@ -4,14 +4,22 @@
 //! The store keeps bytes and indexes; it makes no trust decision. Everything it returns is
 //! re-verified by the caller (signatures, leaves against the tree, labels), so a store that has
 //! been edited behind the program's back is caught by `verify` and by retrieval.
+//!
+//! Two backends: [`SqliteStore`] (a file, durable) and [`MemoryStore`] (RAM only: tests,
+//! benchmarks, short-lived agents).
 
+mod index;
+mod memory;
 mod schema;
 mod sqlite;
 
+pub use index::IndexRow;
+
+pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;
 
 use crate::error::Error;
-use memlineage_core::entry::SignedEntry;
+use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -45,7 +53,7 @@ pub struct NewRecord {
     pub search_text: Option<String>,
 }
 
-/// A registry record as stored: its index, leaf and content.
+/// A registry or other control record as stored: its index, leaf and content.
 #[derive(Clone, Debug)]
 pub struct RegistryRecord {
     /// Leaf index.
@@ -101,6 +109,26 @@ pub trait StoreRead {
     fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error>;
     /// A store setting.
     fn setting(&self, key: &str) -> Result<Option<String>, Error>;
+
+    /// The copies of signed fields this store keeps beside the leaves with index in
+    /// `[start, start + limit)`, in index order, for the audit to compare with the leaves.
+    ///
+    /// The provided implementation is for backends that keep no separate copies: it reads them
+    /// out of the leaves themselves. A backend that filters or looks up by a copy (as the
+    /// SQLite store filters search by its `scope` column) overrides it to return that copy.
+    fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error> {
+        index::rows_from_leaves(&self.entries(start, limit)?)
+    }
+
+    /// Control records of `kind` with index ≥ `from`, in log order: the distrust records that
+    /// retrieval and the write path replay (DESIGN.md: the log is the source of truth).
+    ///
+    /// The provided implementation scans the log from `from`, decoding every leaf; a backend
+    /// with an index by kind overrides it. A record whose leaf does not decode, or whose
+    /// content is gone, is an integrity error (control records are never erasable).
+    fn control_records(&self, kind: EntryKind, from: u64) -> Result<Vec<RegistryRecord>, Error> {
+        index::scan_control_records(self, kind, from)
+    }
 }
 
 /// A guard run inside the write transaction, after the store has fixed the index of the first

@@ -8,8 +8,11 @@
 //! so neither can lose or interleave the other's writes.
 
 use super::schema::{CREATE, SCHEMA_VERSION};
-use super::{AppendGuard, Effect, NewRecord, RegistryRecord, Store, StoreRead, StoredEntry};
+use super::{
+    AppendGuard, Effect, IndexRow, NewRecord, RegistryRecord, Store, StoreRead, StoredEntry,
+};
 use crate::error::Error;
+use memlineage_core::entry::EntryKind;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::{self, NodeId};
 use memlineage_core::{EntryId, Hash256};
@@ -17,12 +20,15 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The SQLite store. One connection behind a mutex: SQLite serialises writers anyway, and the
 /// handle stays `Send + Sync` for many threads.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Write transactions this handle has committed (each one fsync under `synchronous=FULL`).
+    commits: AtomicU64,
 }
 
 impl SqliteStore {
@@ -59,7 +65,20 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            commits: AtomicU64::new(0),
         })
+    }
+
+    /// How many write transactions this handle has committed since it was opened: an append
+    /// (a whole batch), a saved checkpoint or a setting each count one. With WAL and
+    /// `synchronous=FULL` every commit is one fsync, so group commit shows here as one commit
+    /// per [`Memory::write_batch`](crate::Memory::write_batch).
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::SeqCst)
+    }
+
+    fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::SeqCst);
     }
 
     fn with<R>(&self, f: impl FnOnce(&Connection) -> Result<R, Error>) -> Result<R, Error> {
@@ -289,6 +308,68 @@ impl StoreRead for Reader<'_> {
             .query_row([key], |r| r.get(0))
             .optional()?)
     }
+
+    fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error> {
+        let mut stmt = self.0.prepare_cached(
+            "SELECT e.idx, e.scope, e.writer, e.kind, e.label, f.erased FROM entries e \
+             LEFT JOIN forgotten f ON f.id = e.id WHERE e.idx >= ?1 ORDER BY e.idx LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(
+            params![to_i64(start)?, to_i64(limit.min(i64::MAX as u64))?],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<i64>>(5)?,
+                ))
+            },
+        )?;
+        rows.map(|r| {
+            let (index, scope, writer, kind, label, erased) = r?;
+            Ok(IndexRow {
+                index: u64::try_from(index)
+                    .map_err(|_| Error::Integrity("negative leaf index".into()))?,
+                scope,
+                writer,
+                kind,
+                label,
+                erased: erased.map(|e| e != 0),
+            })
+        })
+        .collect()
+    }
+
+    fn control_records(&self, kind: EntryKind, from: u64) -> Result<Vec<RegistryRecord>, Error> {
+        let mut stmt = self.0.prepare_cached(
+            "SELECT e.idx, e.leaf, c.bytes FROM entries e LEFT JOIN content c ON c.idx = e.idx \
+             WHERE e.kind = ?1 AND e.idx >= ?2 ORDER BY e.idx",
+        )?;
+        let rows = stmt.query_map(params![kind.as_str(), to_i64(from)?], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Vec<u8>>(1)?,
+                r.get::<_, Option<Vec<u8>>>(2)?,
+            ))
+        })?;
+        rows.map(|r| {
+            let (i, leaf, content) = r?;
+            let i = u64::try_from(i).map_err(|_| Error::Integrity("negative index".into()))?;
+            let content = content.ok_or_else(|| {
+                Error::Integrity(format!(
+                    "{kind} record at index {i} has no content (control records are never erased)"
+                ))
+            })?;
+            Ok(RegistryRecord {
+                index: i,
+                leaf,
+                content,
+            })
+        })
+        .collect()
+    }
 }
 
 /// Turns free text into a safe FTS5 query: every word becomes a quoted term, joined with OR,
@@ -329,6 +410,8 @@ delegate_read! {
     latest_checkpoint() -> Result<Option<String>, Error>;
     search(query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
+    index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
+    control_records(kind: EntryKind, from: u64) -> Result<Vec<RegistryRecord>, Error>;
 }
 
 impl Store for SqliteStore {
@@ -416,6 +499,7 @@ impl Store for SqliteStore {
             }
         }
         tx.commit()?;
+        self.committed();
         Ok(first)
     }
 
@@ -426,7 +510,9 @@ impl Store for SqliteStore {
                 params![to_i64(size)?, note],
             )?;
             Ok(())
-        })
+        })?;
+        self.committed();
+        Ok(())
     }
 
     fn set_setting(&self, key: &str, value: &str) -> Result<(), Error> {
@@ -436,7 +522,9 @@ impl Store for SqliteStore {
                 params![key, value],
             )?;
             Ok(())
-        })
+        })?;
+        self.committed();
+        Ok(())
     }
 }
 
@@ -452,8 +540,12 @@ fn apply_effect(tx: &Connection, effect: &Effect) -> Result<(), Error> {
                 .query_row([target.as_bytes().as_slice()], |r| r.get(0))
                 .optional()?;
             let idx = idx.ok_or(Error::NotFound(*target))?;
+            // The latest tombstone is recorded; erasure is sticky (a later tombstone without
+            // `erase` never flips it back: the bytes are gone).
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO forgotten (id, tombstone, erased) VALUES (?1, ?2, ?3)",
+                "INSERT INTO forgotten (id, tombstone, erased) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (id) DO UPDATE SET tombstone = excluded.tombstone, \
+                 erased = MAX(erased, excluded.erased)",
             )?
             .execute(params![
                 target.as_bytes().as_slice(),

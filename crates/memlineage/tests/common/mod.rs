@@ -13,14 +13,20 @@ pub fn key(seed: u64) -> SigningKey {
 }
 
 pub fn setup_with(store: SqliteStore) -> Memory<SqliteStore> {
-    let mem = Memory::init(
-        store,
-        Settings::with_origin("test.local/log"),
-        "operator",
-        key(1),
-    )
-    .unwrap()
-    .with_clock(StepClock::new(1_700_000_000_000, 1000));
+    setup_with_settings(store, Settings::with_origin("test.local/log"))
+}
+
+/// A store whose label rule is the paper's permissive fallback (τ 0.5).
+pub fn setup_permissive() -> Memory<SqliteStore> {
+    let mut settings = Settings::with_origin("test.local/log");
+    settings.fallback = memlineage_core::label::Fallback::Permissive;
+    setup_with_settings(SqliteStore::in_memory().unwrap(), settings)
+}
+
+pub fn setup_with_settings(store: SqliteStore, settings: Settings) -> Memory<SqliteStore> {
+    let mem = Memory::init(store, settings, "operator", key(1))
+        .unwrap()
+        .with_clock(StepClock::new(1_700_000_000_000, 1000));
     for (name, class, seed) in [
         ("agent", TrustClass::Trusted, 2),
         ("user", TrustClass::Trusted, 3),

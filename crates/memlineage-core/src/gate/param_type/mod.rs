@@ -113,7 +113,7 @@ pub struct ParamValue {
 }
 
 impl ParamValue {
-    fn one(v: NormValue) -> ParamValue {
+    pub(crate) fn one(v: NormValue) -> ParamValue {
         ParamValue {
             primary: v,
             alternative: None,

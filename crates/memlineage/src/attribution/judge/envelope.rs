@@ -144,12 +144,22 @@ pub fn build(child: &str, parents: &[&str], salt: &[u8], max_chars: usize) -> En
     };
     // Serialising plain strings and lists cannot fail.
     let json = serde_json::to_string(&doc).unwrap_or_default();
-    let envelope = json.replace('<', "\\u003c").replace('>', "\\u003e");
-    let user = format!(
-        "{envelope}\n\nReply with this JSON object only, each _ replaced by a number from 0 to 1:\n{}",
-        reply_template(&ids)
-    );
+    let user = user_message(&json, &ids);
     Envelope { user, ids }
+}
+
+/// The user message for an envelope document serialised as one line of JSON: the document
+/// with every `<` and `>` escaped, a blank line, and the reply instruction naming `ids`.
+/// Used by [`build`], and by backends that re-pack an envelope (the scored local judge asks
+/// about one parent at a time).
+pub fn user_message(document_json: &str, ids: &[String]) -> String {
+    let envelope = document_json
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e");
+    format!(
+        "{envelope}\n\nReply with this JSON object only, each _ replaced by a number from 0 to 1:\n{}",
+        reply_template(ids)
+    )
 }
 
 /// `{"weights": {"<id>": _, ...}}`: the shape of the reply, with the ids filled in.

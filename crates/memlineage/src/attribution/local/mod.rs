@@ -13,13 +13,15 @@
 //! # Ok(()) }
 //! ```
 
-use super::judge::{JudgeBackend, envelope};
-use super::{AttributionError, Attributor, ParentText};
+use crate::attribution::judge::JudgeBackend;
+use crate::attribution::{AttributionError, Attributor, ParentText};
 use memlineage_core::label::Weight;
 use memlineage_models::{LocalModel, ModelError};
 use std::sync::Arc;
 
 pub use memlineage_models;
+
+pub mod scored;
 
 /// The prefix of AttnAttr's attribution name.
 pub const ATTN_ATTR: &str = "attn-attr";
@@ -84,30 +86,68 @@ impl Attributor for AttnAttr {
     }
 }
 
-/// The local SmolLM2 judge: greedy chat completion with the model's ChatML template.
+/// How the local judge produces its reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JudgeDecoding {
+    /// Greedy free generation with the model's ChatML template; the reply is parsed strictly
+    /// like any backend's. The default: it fails closed — SmolLM2-135M mostly echoes the
+    /// envelope instead of replying, and every such reply gives coarse weights.
+    #[default]
+    Generate,
+    /// The reply is built from the model's next-token probabilities at each number, one
+    /// parent at a time ([`scored`]): always well-formed, but measured to carry no signal
+    /// with SmolLM2-135M.
+    Scored,
+}
+
+/// The local SmolLM2 judge.
 ///
-/// The reply budget is `min(max_new_tokens, 24 + 16 × n)` tokens for an envelope with `n`
-/// ids (a well-formed reply needs about 12 tokens per id): a judge that rambles is cut short,
+/// [`JudgeDecoding::Generate`] (the default, [`LocalJudge::new`]) is greedy chat completion;
+/// its reply budget is `min(max_new_tokens, 24 + 16 × n)` tokens for an envelope with `n` ids
+/// (a well-formed reply needs about 12 tokens per id): a judge that rambles is cut short,
 /// fails to parse and falls back, without paying for the full budget.
+/// [`JudgeDecoding::Scored`] ([`LocalJudge::scored`]) reads the expected value of each weight
+/// from the model's probabilities (see [`scored`]); its model id carries the suffix
+/// [`SCORED_SUFFIX`], so its replies never share a replay key with generated ones.
 #[derive(Clone, Debug)]
 pub struct LocalJudge {
     model: Arc<LocalModel>,
     max_new_tokens: usize,
+    decoding: JudgeDecoding,
 }
 
-/// Default cap on the reply budget of the local judge, in tokens.
+/// Default cap on the reply budget of the generating local judge, in tokens.
 pub const DEFAULT_MAX_NEW_TOKENS: usize = 160;
 
+/// The suffix of the scored judge's model id.
+pub const SCORED_SUFFIX: &str = "+scored";
+
 impl LocalJudge {
-    /// A judge over a loaded model, with [`DEFAULT_MAX_NEW_TOKENS`].
+    /// The generating judge (greedy chat completion) over a loaded model, with
+    /// [`DEFAULT_MAX_NEW_TOKENS`].
     pub fn new(model: Arc<LocalModel>) -> LocalJudge {
         LocalJudge {
             model,
             max_new_tokens: DEFAULT_MAX_NEW_TOKENS,
+            decoding: JudgeDecoding::Generate,
         }
     }
 
-    /// Sets the reply budget (a reply cut short fails to parse, so the judge falls back).
+    /// The scored judge over a loaded model (see [`scored`]).
+    pub fn scored(model: Arc<LocalModel>) -> LocalJudge {
+        LocalJudge {
+            decoding: JudgeDecoding::Scored,
+            ..LocalJudge::new(model)
+        }
+    }
+
+    /// The decoding.
+    pub fn decoding(&self) -> JudgeDecoding {
+        self.decoding
+    }
+
+    /// Sets the reply budget of the generating judge (a reply cut short fails to parse, so
+    /// the judge falls back).
     pub fn with_max_new_tokens(mut self, n: usize) -> LocalJudge {
         self.max_new_tokens = n.max(1);
         self
@@ -116,13 +156,17 @@ impl LocalJudge {
 
 impl JudgeBackend for LocalJudge {
     fn model_id(&self) -> String {
-        self.model.model_id()
+        match self.decoding {
+            JudgeDecoding::Scored => format!("{}{SCORED_SUFFIX}", self.model.model_id()),
+            JudgeDecoding::Generate => self.model.model_id(),
+        }
     }
 
     fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
-        let n = serde_json::from_str::<serde_json::Value>(envelope::envelope_of(user))
-            .ok()
-            .and_then(|v| v.get("ids").and_then(|ids| ids.as_array()).map(Vec::len));
+        if self.decoding == JudgeDecoding::Scored {
+            return scored::scored_reply(&self.model, system, user);
+        }
+        let n = scored::envelope_ids(user).ok().map(|ids| ids.len());
         let budget = n.map_or(self.max_new_tokens, |n| {
             self.max_new_tokens.min(24 + 16 * n)
         });

@@ -1,0 +1,133 @@
+//! The scale run's text table.
+
+use crate::scale::ScaleReport;
+use crate::table::{fmt_ns, fmt_rate};
+use std::fmt::Write as _;
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or_else(
+        || "-".to_string(),
+        |k| format!("{:.0} MiB", k as f64 / 1024.0),
+    )
+}
+
+/// The scale report as an aligned text table, with the growth of each cost between the
+/// smallest and the largest size and the PASS/FAIL lines of the growth checks.
+pub fn render_scale_table(report: &ScaleReport) -> String {
+    let header = [
+        "n",
+        "store",
+        "write/entry",
+        "incl. proof",
+        "hashes",
+        "consistency",
+        "retrieve 8",
+        "recall 8",
+        "entry verify",
+        "verify store",
+        "peak RSS",
+        "verify RSS",
+    ];
+    let rows: Vec<Vec<String>> = report
+        .points
+        .iter()
+        .map(|p| {
+            vec![
+                p.n.to_string(),
+                format!("{:.0} MB", p.store_bytes as f64 / 1e6),
+                fmt_ns(p.write_ns),
+                fmt_ns(p.inclusion_ns),
+                format!("{:.1}", p.inclusion_hashes),
+                fmt_ns(p.consistency_ns),
+                fmt_ns(p.retrieve_8_ns),
+                fmt_ns(p.recall_8_ns),
+                fmt_ns(p.entry_verify_ns),
+                fmt_rate(p.verify_store_per_second),
+                mib(p.peak_rss_kib),
+                mib(p.verify_peak_rss_kib),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &[String]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            s.push_str(&" ".repeat(w - c.chars().count()));
+            s.push_str(c);
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    };
+    line(&mut out, &header.map(str::to_string));
+    line(
+        &mut out,
+        &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>(),
+    );
+    for r in &rows {
+        line(&mut out, r);
+    }
+    if let (Some(a), Some(b)) = (report.points.first(), report.points.last())
+        && b.n > a.n
+    {
+        let g = |x: f64, y: f64| format!("×{:.2}", y / x);
+        let _ = writeln!(
+            out,
+            "\nfrom n = {} to n = {}: log2 n {}, write {}, inclusion {}, consistency {}, retrieve 8 {}, recall 8 {}, entry verify {}",
+            a.n,
+            b.n,
+            g((a.n as f64).log2(), (b.n as f64).log2()),
+            g(a.write_ns, b.write_ns),
+            g(a.inclusion_ns, b.inclusion_ns),
+            g(a.consistency_ns, b.consistency_ns),
+            g(a.retrieve_8_ns, b.retrieve_8_ns),
+            g(a.recall_8_ns, b.recall_8_ns),
+            g(a.entry_verify_ns, b.entry_verify_ns),
+        );
+    }
+    if let Some(k) = report.write_peak_rss_kib {
+        let _ = writeln!(
+            out,
+            "peak RSS during the durable writes (all sizes open at once): {}",
+            mib(Some(k))
+        );
+    }
+    if !report.checks.is_empty() {
+        out.push('\n');
+    }
+    for c in &report.checks {
+        let _ = writeln!(out, "{}  {}: {}", c.verdict(), c.name, c.detail);
+    }
+    if !report.rss_reset {
+        out.push_str(
+            "(peak RSS could not be reset between sizes: it is the process peak so far)\n",
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scale::tests::{point, report_of};
+
+    #[test]
+    fn table_has_growth_and_check_lines() {
+        let t = render_scale_table(&report_of(vec![point(1_000, 1.0), point(1_000_000, 2.0)]));
+        assert!(t.contains("1000000") && t.contains("log2 n ×2.00"), "{t}");
+        assert!(t.contains("80,000/s") && t.contains("29 MiB"), "{t}");
+        assert_eq!(
+            t.lines().filter(|l| l.starts_with("PASS  ")).count(),
+            5,
+            "{t}"
+        );
+    }
+}

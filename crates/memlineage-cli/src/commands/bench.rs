@@ -1,0 +1,198 @@
+//! `memlineage bench`: every operation measured in this process beside the raw primitives of
+//! the same run (`docs/performance.md`), the scale run (`--scale`), and the store generator
+//! (`--generate N --out FILE`). None of them opens the store named by `--store`.
+
+use crate::Ctx;
+use crate::output::{CliError, Outcome};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use memlineage_bench::{
+    BenchOptions, ROW_NAMES, ScaleOptions, generate_store, render_scale_table, render_table, scale,
+    scale_svg, sys,
+};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// `memlineage bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Smaller stores (10^5 entries instead of 10^6) and shorter sampling: about a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// The scale run instead: stores of 10^3 … 10^6 entries (quick: … 10^5), the cost of each
+    /// operation as n grows, and the growth checks.
+    #[arg(long, conflicts_with_all = ["generate", "only"])]
+    pub scale: bool,
+    /// With --scale: also draw the plot into FILE (SVG).
+    #[arg(long, value_name = "FILE", requires = "scale")]
+    pub svg: Option<PathBuf>,
+    /// Write a valid store of N entries (signed, labelled, with a checkpoint) instead.
+    #[arg(long, value_name = "N", requires = "out", conflicts_with = "only")]
+    pub generate: Option<u64>,
+    /// With --generate: the new store file (it must not exist).
+    #[arg(long, value_name = "FILE", requires = "generate")]
+    pub out: Option<PathBuf>,
+    /// Seed of the keys, content and workload.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run only this row (repeatable; the names are in docs/performance.md). A ratio needs its
+    /// baseline row in the same run.
+    #[arg(long, value_name = "ROW", value_parser = parse_row)]
+    pub only: Vec<String>,
+    /// Where generated stores are cached (default: $MEMLINEAGE_BENCH_STORES, else
+    /// target/bench-stores of the enclosing Cargo workspace).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+}
+
+/// A row name from `ROW_NAMES` (clap value parser).
+fn parse_row(s: &str) -> Result<String, String> {
+    if ROW_NAMES.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown row `{}` (rows: {})",
+            s.chars().take(80).collect::<String>(),
+            ROW_NAMES.join(", ")
+        ))
+    }
+}
+
+/// Progress on stderr: a spinner with the current step on a terminal, else one timestamped
+/// line per step. stdout carries only the result.
+struct Progress {
+    bar: Option<ProgressBar>,
+    started: Instant,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = ProgressBar::new_spinner();
+            if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed:>4}] {msg}") {
+                b.set_style(style);
+            }
+            b.enable_steady_tick(Duration::from_millis(120));
+            b
+        });
+        Progress {
+            bar,
+            started: Instant::now(),
+        }
+    }
+
+    fn line(&self, msg: &str) {
+        match &self.bar {
+            Some(b) => {
+                // Finished steps stay on screen; generation progress only updates the spinner.
+                if !msg.starts_with("generating ") {
+                    b.println(format!(
+                        "[{:>6.1} s] {msg}",
+                        self.started.elapsed().as_secs_f64()
+                    ));
+                }
+                b.set_message(msg.to_string());
+            }
+            None => eprintln!("[{:>6.1} s] {msg}", self.started.elapsed().as_secs_f64()),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn failed(e: memlineage_bench::BenchError) -> CliError {
+    CliError::failed(format!("bench: {e}"))
+}
+
+/// Runs `bench`.
+pub fn run(a: BenchArgs, _ctx: &Ctx) -> Result<Outcome, CliError> {
+    let progress = Progress::new();
+    let mut report = |line: &str| progress.line(line);
+    let result = if let Some(n) = a.generate {
+        generate(&a, n, &mut report)
+    } else if a.scale {
+        scale_run(&a, &mut report)
+    } else {
+        rows(&a, &mut report)
+    };
+    progress.finish();
+    result
+}
+
+fn generate(a: &BenchArgs, n: u64, progress: &mut dyn FnMut(&str)) -> Result<Outcome, CliError> {
+    let out = a
+        .out
+        .as_ref()
+        .ok_or_else(|| CliError::usage("--generate needs --out FILE"))?;
+    let g = generate_store(out, n, a.seed, progress).map_err(failed)?;
+    let json = serde_json::to_value(&g)
+        .map_err(|e| CliError::failed(format!("encoding the result: {e}")))?;
+    let text = format!(
+        "{} entries in {:.1} s ({:.0} MB) at {}\nkeys are derived from seed {} (memlineage-bench fixtures); `memlineage --store {} verify` audits it\n",
+        g.entries,
+        g.seconds,
+        g.bytes as f64 / 1e6,
+        g.path.display(),
+        a.seed,
+        g.path.display()
+    );
+    Ok(Outcome::ok(json, text))
+}
+
+fn scale_run(a: &BenchArgs, progress: &mut dyn FnMut(&str)) -> Result<Outcome, CliError> {
+    let mut opts = ScaleOptions::new(a.quick);
+    opts.seed = a.seed;
+    opts.cache_dir = a.cache.clone();
+    let report = scale(&opts, progress).map_err(failed)?;
+    let mut text = format!("{}\n{}", report.machine, render_scale_table(&report));
+    if let Some(path) = &a.svg {
+        std::fs::write(path, scale_svg(&report)).map_err(|e| {
+            CliError::failed(format!("cannot write the plot to {}: {e}", path.display()))
+        })?;
+        let _ = writeln!(text, "plot written to {}", path.display());
+    }
+    let json = serde_json::to_value(&report)
+        .map_err(|e| CliError::failed(format!("encoding the report: {e}")))?;
+    Ok(Outcome::ok(json, text))
+}
+
+fn rows(a: &BenchArgs, progress: &mut dyn FnMut(&str)) -> Result<Outcome, CliError> {
+    let mut opts = BenchOptions::new(a.quick);
+    opts.seed = a.seed;
+    opts.cache_dir = a.cache.clone();
+    opts.only = a.only.clone();
+    let rows = memlineage_bench::run(&opts, progress).map_err(failed)?;
+    let json = serde_json::to_value(&rows)
+        .map_err(|e| CliError::failed(format!("encoding the rows: {e}")))?;
+    let mut text = format!(
+        "{}{}\n{}",
+        sys::machine(),
+        if a.quick { " (quick run)" } else { "" },
+        render_table(&rows)
+    );
+    for r in &rows {
+        if let Some(note) = &r.note {
+            let n = r.n.map(|n| format!(" [n = {n}]")).unwrap_or_default();
+            let _ = writeln!(text, "{}{n}: {note}", r.name);
+        }
+    }
+    Ok(Outcome::ok(json, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_names_are_checked() {
+        assert_eq!(parse_row("raw_sign").unwrap(), "raw_sign");
+        let err = parse_row("raw_sing").unwrap_err();
+        assert!(err.contains("unknown row `raw_sing`") && err.contains("verify_store"));
+    }
+}
