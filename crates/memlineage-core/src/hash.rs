@@ -81,7 +81,7 @@ impl EntryId {
     }
     /// The first 12 hex characters, for tables and graphs meant for people.
     pub fn short(&self) -> String {
-        self.0.to_hex()[..12].to_string()
+        hex::encode(&self.0.0[..6])
     }
 }
 

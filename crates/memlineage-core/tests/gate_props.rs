@@ -2,7 +2,8 @@
 
 use memlineage_core::entry::EntryKind;
 use memlineage_core::gate::{
-    ContextEntry, Decision, GateInput, Mode, Outcome, ParamType, Policy, ToolCall, decide,
+    ContextEntry, Decision, GateInput, Mode, Outcome, ParamType, Policy, PreparedContext, ToolCall,
+    decide,
 };
 use memlineage_core::hash::{EntryId, Hash256};
 use memlineage_core::label::{TrustLabel, Weight};
@@ -177,6 +178,9 @@ code = {{ type = "regex", pattern = "[A-Z]{{3}}" }}
         if repair {
             input = input.with_repair(&pool);
         }
+        // A prepared context gives exactly the same decision (or the same error).
+        let prepared = PreparedContext::new(&ctx);
+        prop_assert_eq!(decide(&policy, &input), decide(&policy, &input.with_prepared(&prepared)));
         if let Ok(d) = decide(&policy, &input) {
             prop_assert_eq!(d.dispatched, record || d.decision != Decision::Deny);
             prop_assert_eq!(d.mode, if record { Mode::Record } else { Mode::Enforce });
@@ -188,6 +192,64 @@ code = {{ type = "regex", pattern = "[A-Z]{{3}}" }}
                 prop_assert_eq!(reason.outcome, Outcome::Repaired);
                 prop_assert!(reason.label.is_some());
             }
+        }
+    }
+
+    /// Value matching over a prepared context equals scanning the text, for values that occur
+    /// (taken from other texts' extracted values) and values that do not.
+    #[test]
+    fn prepared_context_matches_like_scanning(
+        texts in prop::collection::vec(text(), 1..5),
+        sources in prop::collection::vec(text(), 1..4),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let policy = Policy::parse(r#"
+[tools.t.params]
+amount = { type = "amount" }
+date = { type = "date" }
+email = { type = "email" }
+url = { type = "url" }
+memo = { type = "free_text" }
+"#).expect("policy");
+        let ctx: Vec<ContextEntry> = texts.iter().enumerate().map(|(i, t)| ContextEntry {
+            id: EntryId(Hash256::of(&[i as u8])),
+            label: TrustLabel::Trusted,
+            writer: "w".into(),
+            kind: EntryKind::Observation,
+            content: Some(t.clone()),
+            taint_path: Vec::new(),
+        }).collect();
+        let prepared = PreparedContext::new(&ctx);
+        let all: Vec<String> = texts.iter().chain(&sources).cloned().collect();
+        for (name, ty) in [
+            ("amount", ParamType::Amount),
+            ("date", ParamType::Date),
+            ("email", ParamType::Email),
+            ("url", ParamType::Url),
+        ] {
+            let values: Vec<_> = all.iter().flat_map(|t| ty.extract(t)).collect();
+            if values.is_empty() {
+                continue;
+            }
+            let v = &values[pick.index(values.len())];
+            let mut args = Map::new();
+            args.insert(name.to_string(), v.to_json(&json!("x")));
+            let call = ToolCall::new("t", args);
+            let input = GateInput::new(&call, &ctx, Weight::from_bp(5000).expect("tau"));
+            prop_assert_eq!(decide(&policy, &input), decide(&policy, &input.with_prepared(&prepared)));
+        }
+        // Free text: a slice of a context text (it occurs) and a source text.
+        let t = &texts[pick.index(texts.len())];
+        let cut: String = t.chars().skip(1).take(12).collect();
+        for memo in [cut, sources[0].clone()] {
+            if memo.trim().is_empty() {
+                continue;
+            }
+            let mut args = Map::new();
+            args.insert("memo".to_string(), Value::String(memo));
+            let call = ToolCall::new("t", args);
+            let input = GateInput::new(&call, &ctx, Weight::from_bp(5000).expect("tau"));
+            prop_assert_eq!(decide(&policy, &input), decide(&policy, &input.with_prepared(&prepared)));
         }
     }
 

@@ -147,6 +147,7 @@ pub(crate) fn check_all<'p>(
     uncited: &[&str],
     scratch: &mut String,
 ) -> Result<Vec<Checked<'p>>, GateError> {
+    let prepared = input.prepared.filter(|p| p.matches(entries.main));
     let mut out = Vec::with_capacity(tool.params.len());
     for (name, pp) in &tool.params {
         let reason = match args.get(name).filter(|v| !v.is_null()) {
@@ -184,6 +185,7 @@ pub(crate) fn check_all<'p>(
                         attribution: input.attribution.get(name).map(Vec::as_slice),
                         tau: input.tau,
                         entries,
+                        prepared,
                     },
                     scratch,
                 );

@@ -18,6 +18,7 @@ mod ids;
 mod judge;
 mod param_type;
 mod policy;
+mod prepared;
 mod provenance;
 mod repair;
 mod trace;
@@ -30,6 +31,7 @@ pub use policy::{
     Carriers, Citations, Mode, ParamPolicy, Policy, PolicyError, Provenance, ToolPolicy,
     Unjustified,
 };
+pub use prepared::PreparedContext;
 
 use crate::entry::EntryKind;
 use crate::hash::EntryId;
@@ -96,6 +98,9 @@ pub struct GateInput<'a> {
     pub fallback: Fallback,
     /// The lineage behind the context and the pool, for value provenance.
     pub ancestry: &'a Ancestry,
+    /// The context's values, extracted once ([`PreparedContext`]); ignored unless it was
+    /// prepared from exactly `context`.
+    pub prepared: Option<&'a PreparedContext>,
 }
 
 static NO_CITATIONS: BTreeMap<String, Vec<EntryId>> = BTreeMap::new();
@@ -115,7 +120,14 @@ impl<'a> GateInput<'a> {
             repair_pool: &[],
             fallback: Fallback::Strict,
             ancestry: &NO_ANCESTRY,
+            prepared: None,
         }
+    }
+
+    /// With the context's values extracted once, for several decisions over one context.
+    pub fn with_prepared(mut self, prepared: &'a PreparedContext) -> Self {
+        self.prepared = Some(prepared);
+        self
     }
 
     /// With the store's label fallback (for attribution-justified parameters).

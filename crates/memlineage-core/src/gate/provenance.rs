@@ -58,6 +58,14 @@ pub(crate) fn value_origin(
     ancestry: &Ancestry,
     carries: &mut dyn FnMut(&ContextEntry) -> bool,
 ) -> Origin {
+    if ancestry.get(&start.id).is_none_or(|n| n.parents.is_empty()) {
+        // No parents: the carrier is where the value first appears.
+        return Origin {
+            label: start.label,
+            path: start.taint_path.clone(),
+            raised_by: None,
+        };
+    }
     let lookup = |id: &EntryId| -> Option<&ContextEntry> {
         if *id == start.id {
             Some(start)

@@ -6,7 +6,7 @@
 //! fallback weak untrusted ones taint); else nothing justifies it.
 
 use super::param_type::{ParamType, ParamValue};
-use super::{ContextEntry, Via};
+use super::{ContextEntry, PreparedContext, Via};
 use crate::hash::EntryId;
 use crate::label::Weight;
 
@@ -25,6 +25,19 @@ impl<'a> Entries<'a> {
 
     pub(crate) fn find(&self, id: &EntryId) -> Option<&'a ContextEntry> {
         self.iter().find(|e| e.id == *id)
+    }
+
+    /// Every entry with its position in `main` (`None` for the extra entries).
+    fn positioned(&self) -> impl Iterator<Item = (Option<usize>, &'a ContextEntry)> + use<'a> {
+        self.main
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (Some(i), e))
+            .chain(self.extra.iter().map(|e| (None, *e)))
+    }
+
+    fn find_positioned(&self, id: &EntryId) -> Option<(Option<usize>, &'a ContextEntry)> {
+        self.positioned().find(|(_, e)| e.id == *id)
     }
 }
 
@@ -49,6 +62,8 @@ pub(crate) struct TraceArgs<'x, 'a> {
     pub(crate) attribution: Option<&'x [(EntryId, Weight)]>,
     pub(crate) tau: Weight,
     pub(crate) entries: Entries<'a>,
+    /// The values of `entries.main`, extracted once (checked to match it by the caller).
+    pub(crate) prepared: Option<&'x PreparedContext>,
 }
 
 fn push_unique<'a>(v: &mut Vec<&'a ContextEntry>, e: &'a ContextEntry) {
@@ -59,7 +74,12 @@ fn push_unique<'a>(v: &mut Vec<&'a ContextEntry>, e: &'a ContextEntry) {
 
 /// Traces one parameter value; `scratch` is reused for folding free text.
 pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'a> {
-    let carries = |e: &ContextEntry, scratch: &mut String| {
+    let carries = |pos: Option<usize>, e: &ContextEntry, scratch: &mut String| {
+        if let (Some(i), Some(p)) = (pos, a.prepared)
+            && let Some(hit) = p.carries(i, a.kind, a.value)
+        {
+            return hit;
+        }
         e.content
             .as_deref()
             .is_some_and(|c| a.kind.any_occurs(a.value, c, scratch))
@@ -68,10 +88,10 @@ pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'
     let mut justifying = Vec::new();
     if let Some(cited) = a.citations {
         for id in cited {
-            let Some(e) = a.entries.find(id) else {
+            let Some((pos, e)) = a.entries.find_positioned(id) else {
                 continue;
             };
-            if !a.verify_citations || carries(e, scratch) {
+            if !a.verify_citations || carries(pos, e, scratch) {
                 push_unique(&mut justifying, e);
             } else if !ignored.contains(&e.id) {
                 ignored.push(e.id);
@@ -86,8 +106,8 @@ pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'
             };
         }
     }
-    for e in a.entries.iter() {
-        if carries(e, scratch) {
+    for (pos, e) in a.entries.positioned() {
+        if carries(pos, e, scratch) {
             push_unique(&mut justifying, e);
         }
     }

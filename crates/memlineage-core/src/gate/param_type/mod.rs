@@ -18,12 +18,14 @@ mod amount;
 mod date;
 mod email;
 mod iban;
+mod index;
 pub(crate) mod scan;
 mod text;
 mod url;
 
 pub use amount::Amount;
 pub use date::Date;
+pub(crate) use index::ValueIndex;
 
 use serde_json::Value;
 use std::fmt;
@@ -148,6 +150,17 @@ pub(crate) fn json_type(v: &Value) -> &'static str {
 
 /// A value shown in a message: JSON-quoted, at most 80 characters.
 pub(crate) fn shown(s: &str) -> String {
+    // Common case first: short printable ASCII needs no escaping (the same output as `{:?}`).
+    if s.len() <= 80
+        && s.bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+    {
+        let mut t = String::with_capacity(s.len() + 2);
+        t.push('"');
+        t.push_str(s);
+        t.push('"');
+        return t;
+    }
     let mut t: String = s.chars().take(80).collect();
     if t.len() < s.len() {
         t.push('…');

@@ -1,0 +1,45 @@
+//! A context prepared once for many decisions.
+//!
+//! An agent checks several tool calls against the same prompt, and most of a decision's time is
+//! spent finding values in the context's text. [`PreparedContext::new`] extracts the typed
+//! values of every context entry once (the cost of reading the context, like decoding it);
+//! [`decide`](super::decide) given the prepared context then only looks values up. The decision
+//! is the same with or without it (a property test checks it).
+
+use super::ContextEntry;
+use super::param_type::{ParamType, ParamValue, ValueIndex};
+use crate::hash::EntryId;
+
+/// The typed values of every entry of one context, in context order.
+#[derive(Clone, Debug, Default)]
+pub struct PreparedContext {
+    ids: Vec<EntryId>,
+    index: Vec<Option<ValueIndex>>,
+}
+
+impl PreparedContext {
+    /// Extracts the values of every entry of `context` (an erased entry has none).
+    pub fn new(context: &[ContextEntry]) -> PreparedContext {
+        PreparedContext {
+            ids: context.iter().map(|e| e.id).collect(),
+            index: context
+                .iter()
+                .map(|e| e.content.as_deref().map(ValueIndex::new))
+                .collect(),
+        }
+    }
+
+    /// Whether this was prepared from exactly `context` (same entries, same order).
+    pub(crate) fn matches(&self, context: &[ContextEntry]) -> bool {
+        self.ids.len() == context.len() && self.ids.iter().zip(context).all(|(a, e)| *a == e.id)
+    }
+
+    /// Whether the entry at position `i` carries some reading of `pv`; `None` when the type
+    /// is not indexed (the caller scans the text).
+    pub(crate) fn carries(&self, i: usize, kind: &ParamType, pv: &ParamValue) -> Option<bool> {
+        match self.index.get(i)? {
+            None => Some(false),
+            Some(ix) => ix.any_occurs(kind, pv),
+        }
+    }
+}
