@@ -35,6 +35,11 @@ impl DurableWriter {
             .map_err(|e| BenchError::io(cache, e))?;
         let copy = scratch.path().join("copy.sqlite");
         std::fs::copy(path, &copy).map_err(|e| BenchError::io(path, e))?;
+        // The copy's pages are written back now, not by the first checkpoint's fsync (which
+        // would otherwise pay for the whole file: ≈ 0.4 s at 10^6, in one timed batch).
+        std::fs::File::open(&copy)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| BenchError::io(&copy, e))?;
         let mem = Memory::open(SqliteStore::open(&copy)?)?;
         for name in std::iter::once(OPERATOR).chain(PRINCIPALS.iter().map(|(n, _)| *n)) {
             mem.keys().insert(name, principal_key(seed, name));

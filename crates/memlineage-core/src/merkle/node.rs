@@ -98,19 +98,20 @@ pub(crate) fn range_nodes(start: u64, end: u64) -> Vec<NodeId> {
 /// Appends the nodes of [`range_nodes`] to `out`.
 pub(crate) fn push_range_nodes(start: u64, end: u64, out: &mut Vec<NodeId>) {
     debug_assert!(start <= end);
-    let width = end - start;
+    // One node per set bit of the width, highest first: only the set bits are visited.
+    let mut width = end - start;
     let mut at = start;
-    for level in (0..64u8).rev() {
+    while width != 0 {
+        let level = 63 - width.leading_zeros() as u8;
         let size = 1u64 << level;
-        if width & size != 0 {
-            debug_assert_eq!(
-                at % size,
-                0,
-                "range [{start}, {end}) is not a subtree range"
-            );
-            out.push(NodeId::new(level, at >> level));
-            at += size;
-        }
+        debug_assert_eq!(
+            at % size,
+            0,
+            "range [{start}, {end}) is not a subtree range"
+        );
+        out.push(NodeId::new(level, at >> level));
+        at = at.wrapping_add(size);
+        width &= !size;
     }
 }
 

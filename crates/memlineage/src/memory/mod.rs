@@ -1,5 +1,6 @@
 //! The [`Memory`] handle: the one object an agent holds. `Send + Sync`, no global state.
 
+mod anchor;
 mod attribute;
 mod audit;
 mod cli_support;
@@ -7,10 +8,13 @@ mod control;
 mod distrusted;
 mod effective;
 mod gate;
+mod label_cache;
 mod lineage;
 mod read;
 mod relabel;
 mod retrieve;
+mod signing;
+mod verified_note;
 mod write;
 
 pub use audit::{AuditProblem, AuditReport};
@@ -67,6 +71,10 @@ pub struct Memory<S: Store> {
     keys: Keyring,
     settings: Settings,
     cache: Mutex<RegistryCache>,
+    /// Signed labels of entries written or looked up as parents (`label_cache.rs`).
+    labels: label_cache::LabelCache,
+    /// The last checkpoint note whose signature verified (`verified_note.rs`).
+    verified_note: verified_note::VerifiedNote,
     clock: Box<dyn Clock>,
 }
 
@@ -149,6 +157,8 @@ impl<S: Store> Memory<S> {
                 next: 0,
                 distrust: distrusted::DistrustLog::default(),
             }),
+            labels: label_cache::LabelCache::default(),
+            verified_note: verified_note::VerifiedNote::default(),
             clock: Box::new(SystemClock),
         }
     }

@@ -7,6 +7,7 @@ use memlineage_core::checkpoint::{self, Checkpoint, NoteVerifier};
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::label::TrustLabel;
 use memlineage_core::merkle;
+use memlineage_core::principal::Registry;
 use memlineage_core::{EntryId, Hash256};
 
 /// An entry as returned to callers: decoded, with its content and derived state.
@@ -129,10 +130,24 @@ impl<S: Store> Memory<S> {
         leaf: &[u8],
         size: u64,
     ) -> Result<InclusionProof, Error> {
+        self.inclusion_of_hash(index, merkle::leaf_hash(leaf), size)
+    }
+
+    /// [`inclusion_at`](Self::inclusion_at) from the leaf hash: the path nodes and the root
+    /// nodes of `size` in one store read, the root folded from them, the path verified
+    /// against it.
+    pub(crate) fn inclusion_of_hash(
+        &self,
+        index: u64,
+        leaf_hash: Hash256,
+        size: u64,
+    ) -> Result<InclusionProof, Error> {
         let plan = merkle::inclusion_plan(index, size)?;
-        let path = plan.assemble(&self.store.nodes(plan.nodes())?)?;
-        let root = self.root_at(size)?;
-        let leaf_hash = merkle::leaf_hash(leaf);
+        let roots = merkle::root_nodes(size);
+        let fetched = self.store.nodes(&[plan.nodes(), &roots].concat())?;
+        let (path_nodes, root_nodes) = fetched.split_at(plan.nodes().len());
+        let path = plan.assemble(path_nodes)?;
+        let root = merkle::root_from_nodes(root_nodes);
         merkle::verify_inclusion(&leaf_hash, index, size, &path, &root)?;
         Ok(InclusionProof {
             index,
@@ -144,7 +159,8 @@ impl<S: Store> Memory<S> {
     }
 
     /// A consistency proof between tree sizes `old` and `new`, with both roots. The proof is
-    /// verified before it is returned.
+    /// verified before it is returned. The proof's nodes and both roots' nodes are one store
+    /// read.
     pub fn prove_consistency(
         &self,
         old: u64,
@@ -157,9 +173,15 @@ impl<S: Store> Memory<S> {
             )));
         }
         let plan = merkle::consistency_plan(old, new)?;
-        let proof = plan.assemble(&self.store.nodes(plan.nodes())?)?;
-        let old_root = self.root_at(old)?;
-        let new_root = self.root_at(new)?;
+        let (old_nodes, new_nodes) = (merkle::root_nodes(old), merkle::root_nodes(new));
+        let fetched = self
+            .store
+            .nodes(&[plan.nodes(), &old_nodes, &new_nodes].concat())?;
+        let (proof_nodes, rest) = fetched.split_at(plan.nodes().len());
+        let (old_fetched, new_fetched) = rest.split_at(old_nodes.len());
+        let proof = plan.assemble(proof_nodes)?;
+        let old_root = merkle::root_from_nodes(old_fetched);
+        let new_root = merkle::root_from_nodes(new_fetched);
         merkle::verify_consistency(old, new, &old_root, &new_root, &proof)?;
         Ok((old_root, new_root, proof))
     }
@@ -182,37 +204,44 @@ impl<S: Store> Memory<S> {
         let Some(note) = self.store.latest_checkpoint()? else {
             return Ok(None);
         };
-        let registry = self.refresh_registry()?;
+        let cp = self.open_checkpoint_note(&note, &self.refresh_registry()?)?;
+        let size = self.store.size()?;
+        check_checkpoint_size(&cp, size)?;
+        check_checkpoint_root(&cp, self.root_at(cp.size)?)?;
+        Ok(Some(cp))
+    }
+
+    /// A checkpoint note, opened with the operator's keys in `registry` (newest first) and
+    /// checked to be this log's origin; the store-dependent checks ([`check_checkpoint_size`],
+    /// [`check_checkpoint_root`]) are the caller's. A note that verified before under the same
+    /// key is not verified again (`verified_note.rs`).
+    pub(crate) fn open_checkpoint_note(
+        &self,
+        note: &str,
+        registry: &Registry,
+    ) -> Result<Checkpoint, Error> {
         let op = registry
             .operator()
             .and_then(|o| registry.get(o))
             .ok_or_else(|| Error::Store("the log has no genesis record".into()))?;
+        let origin = &self.settings.origin;
         let mut last_err = None;
         for k in op.keys.iter().rev() {
-            let verifier = NoteVerifier::new(&self.settings.origin, k.key)?;
-            match checkpoint::open_checkpoint(&note, &verifier) {
+            let verifier = NoteVerifier::new(origin, k.key)?;
+            let opened = match self.verified_note.get(origin, &k.key, note) {
+                Some(cp) => Ok(cp),
+                None => checkpoint::open_checkpoint(note, &verifier)
+                    .inspect(|cp| self.verified_note.put(origin, &k.key, note, cp)),
+            };
+            match opened {
                 Ok(cp) => {
-                    if cp.origin != self.settings.origin {
+                    if cp.origin != *origin {
                         return Err(Error::Integrity(format!(
-                            "checkpoint origin `{}` is not this log's `{}`",
-                            cp.origin, self.settings.origin
+                            "checkpoint origin `{}` is not this log's `{origin}`",
+                            cp.origin
                         )));
                     }
-                    let size = self.store.size()?;
-                    if cp.size > size {
-                        return Err(Error::Integrity(format!(
-                            "the signed checkpoint covers {} entries but the log has only {size}: entries were removed",
-                            cp.size
-                        )));
-                    }
-                    let root = self.root_at(cp.size)?;
-                    if root != cp.root {
-                        return Err(Error::Integrity(format!(
-                            "the stored tree of size {} has root {root}, but the signed checkpoint says {}",
-                            cp.size, cp.root
-                        )));
-                    }
-                    return Ok(Some(cp));
+                    return Ok(cp);
                 }
                 Err(e) => last_err = Some(e),
             }
@@ -222,4 +251,26 @@ impl<S: Store> Memory<S> {
             last_err.map_or_else(|| "no operator key".to_string(), |e| e.to_string())
         )))
     }
+}
+
+/// A signed checkpoint may not cover more entries than the log has.
+pub(crate) fn check_checkpoint_size(cp: &Checkpoint, size: u64) -> Result<(), Error> {
+    if cp.size > size {
+        return Err(Error::Integrity(format!(
+            "the signed checkpoint covers {} entries but the log has only {size}: entries were removed",
+            cp.size
+        )));
+    }
+    Ok(())
+}
+
+/// The stored tree of the checkpoint's size must have the signed root.
+pub(crate) fn check_checkpoint_root(cp: &Checkpoint, stored_root: Hash256) -> Result<(), Error> {
+    if stored_root != cp.root {
+        return Err(Error::Integrity(format!(
+            "the stored tree of size {} has root {stored_root}, but the signed checkpoint says {}",
+            cp.size, cp.root
+        )));
+    }
+    Ok(())
 }

@@ -14,7 +14,7 @@ use super::distrusted::DistrustLog;
 use crate::error::Error;
 use crate::store::{Effect, NewRecord, StoreRead};
 use memlineage_core::EntryId;
-use memlineage_core::entry::{EntryKind, SignedEntry};
+use memlineage_core::entry::EntryKind;
 use memlineage_core::label::TrustLabel;
 use memlineage_core::principal::Registry;
 use memlineage_core::records::Distrust;
@@ -80,13 +80,10 @@ impl<'c> LabelGuard<'c> {
         for p in &body.parents {
             let label = match self.batch.get(&p.id) {
                 Some(l) => *l,
-                None => {
-                    let stored = reader
-                        .entry_by_id(&p.id)?
-                        .ok_or(Error::UnknownParent(p.id))?;
-                    let signed = SignedEntry::from_leaf(&stored.leaf)?.body().label;
-                    stored.effective_label.map_or(signed, |e| e.max(signed))
-                }
+                None => reader
+                    .labels_by_id(&p.id)?
+                    .ok_or(Error::UnknownParent(p.id))?
+                    .effective_label(),
             };
             let label = self.raised.get(&p.id).map_or(label, |r| label.max(*r));
             edges.push(ParentEdge {

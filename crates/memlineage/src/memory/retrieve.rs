@@ -15,8 +15,10 @@
 //!
 //! What only `verify` checks is listed in `docs/store.md`.
 
+use super::anchor::Anchor;
 use super::distrusted::DistrustLog;
 use super::effective::EffectiveWalk;
+use super::read::{check_checkpoint_root, check_checkpoint_size};
 use super::{EntryView, Memory};
 use crate::error::Error;
 use crate::store::Store;
@@ -24,10 +26,12 @@ use memlineage_core::checkpoint::Checkpoint;
 use memlineage_core::entry::Scope;
 use memlineage_core::keys::{self, BatchItem, Domain};
 use memlineage_core::label::TrustLabel;
+use memlineage_core::merkle;
 use memlineage_core::render::prompt::{RenderedEntry, context_hash, render_text};
 use memlineage_core::rule::{LabelRule, required_label};
 use memlineage_core::trust::ParentEdge;
 use memlineage_core::{EntryId, Hash256};
+use std::collections::HashMap;
 
 /// An entry dropped by retrieval, and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -118,17 +122,37 @@ impl<S: Store> Memory<S> {
         let (registry, distrust) = self.refresh_registry_and_distrust()?;
         let store_rule = self.store_rule();
         let mut walk = EffectiveWalk::new(&self.store, &registry, &distrust, store_rule)?;
-        let size = self.store.size()?;
         // The checkpoint the proofs anchor to; refreshed when this process holds the operator
         // key and entries were written since the last one.
-        let mut checkpoint = self.latest_checkpoint()?;
+        let mut checkpoint = self.signed_checkpoint_for(&registry)?;
         let uncovered = candidates
             .iter()
             .any(|c| checkpoint.as_ref().is_none_or(|cp| c.index >= cp.size));
         if uncovered && self.operator().is_ok_and(|op| self.keys.contains(&op)) {
+            // The checkpoint being replaced must still match the log, as before a refresh.
+            if let Some(cp) = &checkpoint {
+                check_checkpoint_size(cp, self.store.size()?)?;
+                check_checkpoint_root(cp, self.root_at(cp.size)?)?;
+            }
             self.checkpoint()?;
-            checkpoint = self.latest_checkpoint()?;
+            checkpoint = self.signed_checkpoint_for(&self.refresh_registry()?)?;
         }
+        // Read after the note: a checkpoint saved meanwhile is covered by it.
+        let size = self.store.size()?;
+        if let Some(cp) = &checkpoint {
+            check_checkpoint_size(cp, size)?;
+        }
+        let live = candidates
+            .iter()
+            .filter(|c| c.forgotten_by.is_none())
+            .map(|c| c.index);
+        let anchor = match &checkpoint {
+            Some(cp) => Some(Anchor::new(self, cp, live)?),
+            None => None,
+        };
+        // Signed labels of parents read during this retrieval (a parent shared by several
+        // entries, or itself returned, is read and decoded once).
+        let mut signed_labels: HashMap<EntryId, TrustLabel> = HashMap::new();
         let mut ok: Vec<(EntryView, ed25519_dalek::VerifyingKey)> = Vec::new();
         for stored in candidates {
             let (id, index) = (stored.id, stored.index);
@@ -136,7 +160,7 @@ impl<S: Store> Memory<S> {
             if stored.forgotten_by.is_some() {
                 continue;
             }
-            let leaf = stored.leaf.clone();
+            let leaf_hash = merkle::leaf_hash(&stored.leaf);
             let view = match EntryView::from_stored(stored) {
                 Ok(v) => v,
                 Err(e) => {
@@ -148,6 +172,7 @@ impl<S: Store> Memory<S> {
             if body.kind.is_control() {
                 continue;
             }
+            signed_labels.insert(id, body.label);
             if let Some(wanted) = scope
                 && !wanted.contains(&body.scope)
             {
@@ -175,12 +200,11 @@ impl<S: Store> Memory<S> {
                     continue;
                 }
             };
-            match &checkpoint {
-                Some(cp) if index < cp.size && cp.size <= size => {
-                    let proof = self.inclusion_at(index, &leaf, cp.size);
-                    match proof {
-                        Ok(p) if p.root.0 == cp.root => {}
-                        Ok(_) => {
+            match (&checkpoint, &anchor) {
+                (Some(cp), Some(anchor)) if index < cp.size && cp.size <= size => {
+                    match anchor.includes(index, leaf_hash) {
+                        Ok(true) => {}
+                        Ok(false) => {
                             drop("inclusion proof does not reach the signed checkpoint".into());
                             continue;
                         }
@@ -198,7 +222,7 @@ impl<S: Store> Memory<S> {
                     continue;
                 }
             }
-            match self.required_label(&registry, &distrust, &view) {
+            match self.required_label(&registry, &distrust, &view, &mut signed_labels) {
                 Ok(required) if body.label >= required => {}
                 Ok(required) => {
                     drop(format!(
@@ -267,6 +291,19 @@ impl<S: Store> Memory<S> {
         })
     }
 
+    /// The latest checkpoint note opened with the operator's keys in `registry` (the
+    /// signature check is cached per note, `verified_note.rs`); the tree checks are the
+    /// caller's (`Anchor::new` checks the root).
+    fn signed_checkpoint_for(
+        &self,
+        registry: &memlineage_core::principal::Registry,
+    ) -> Result<Option<Checkpoint>, Error> {
+        match self.store.latest_checkpoint()? {
+            Some(note) => self.open_checkpoint_note(&note, registry).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// The least label an entry must carry: from its writer's class at its index (external
     /// once a distrust record named the writer) and its parents' signed labels, with its own
     /// rule bounded by the store's.
@@ -275,6 +312,7 @@ impl<S: Store> Memory<S> {
         registry: &memlineage_core::principal::Registry,
         distrust: &DistrustLog,
         view: &EntryView,
+        signed_labels: &mut HashMap<EntryId, TrustLabel>,
     ) -> Result<TrustLabel, Error> {
         let body = view.entry.body();
         if registry.get(&body.writer).is_none() {
@@ -283,14 +321,22 @@ impl<S: Store> Memory<S> {
         let class = distrust.class_at(registry, &body.writer, view.index);
         let mut edges = Vec::with_capacity(body.parents.len());
         for p in &body.parents {
-            let stored = self
-                .store
-                .entry_by_id(&p.id)?
-                .ok_or(Error::UnknownParent(p.id))?;
-            let parent = EntryView::from_stored(stored)?;
-            // Signed labels: what the writer could know; distrust raises are not the writer's fault.
+            // Signed labels, from the parent's leaf (decoded strictly, its body hashing to the
+            // parent id): what the writer could know; distrust raises are not its fault.
+            let label = match signed_labels.get(&p.id) {
+                Some(l) => *l,
+                None => {
+                    let stored = self
+                        .store
+                        .entry_by_id(&p.id)?
+                        .ok_or(Error::UnknownParent(p.id))?;
+                    let label = EntryView::from_stored(stored)?.label;
+                    signed_labels.insert(p.id, label);
+                    label
+                }
+            };
             edges.push(ParentEdge {
-                label: parent.label,
+                label,
                 weight: p.weight,
             });
         }

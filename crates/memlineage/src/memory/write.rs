@@ -3,17 +3,18 @@
 
 use super::distrusted::DistrustLog;
 use super::relabel::LabelGuard;
+use super::signing::{Draft, PARALLEL_SIGNING_MIN, Signed, sign_pipelined, signing_threads};
 use super::{Memory, catch_up, verify_registry_signature};
 use crate::error::Error;
 use crate::store::{Effect, NewRecord, Store, StoreRead};
-use ed25519_dalek::{SigningKey, VerifyingKey};
+use ed25519_dalek::VerifyingKey;
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, RegistryChange, Tombstone};
 use memlineage_core::rule::{LabelRule, bounded_label};
 use memlineage_core::trust::ParentEdge;
-use memlineage_core::{EntryId, Hash256, canonical, keys};
+use memlineage_core::{EntryId, Hash256, keys};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
@@ -106,76 +107,6 @@ pub struct Written {
     pub label: TrustLabel,
 }
 
-/// A request turned into an unsigned body, with what signing and storing it needs.
-struct Draft {
-    body: EntryBody,
-    key: SigningKey,
-    content: Vec<u8>,
-    search_text: Option<String>,
-}
-
-/// A record signed in this process, with the verifying key of the key that signed it.
-struct Signed {
-    record: NewRecord,
-    signer: VerifyingKey,
-}
-
-impl Draft {
-    /// The id the entry will have: SHA-256 of the canonical body (no signature needed).
-    fn id(&self) -> Result<EntryId, Error> {
-        Ok(EntryId(Hash256::of(&canonical::encode(
-            &self.body.to_value(),
-        )?)))
-    }
-
-    fn sign(self) -> Result<Signed, Error> {
-        let entry = SignedEntry::sign(self.body, &self.key)?;
-        Ok(Signed {
-            record: NewRecord {
-                entry,
-                content: self.content,
-                search_text: self.search_text,
-            },
-            signer: self.key.verifying_key(),
-        })
-    }
-}
-
-/// Batches at least this large are signed on several threads.
-const PARALLEL_SIGNING_MIN: usize = 32;
-/// The most signing threads.
-const MAX_SIGNING_THREADS: usize = 8;
-
-/// Signs drafts on up to `threads` threads, keeping their order.
-fn sign_parallel(drafts: Vec<Draft>, threads: usize) -> Result<Vec<Signed>, Error> {
-    let per = drafts.len().div_ceil(threads.max(1)).max(1);
-    let mut chunks: Vec<Vec<Draft>> = Vec::with_capacity(threads);
-    let mut rest = drafts;
-    while !rest.is_empty() {
-        let tail = rest.split_off(per.min(rest.len()));
-        chunks.push(rest);
-        rest = tail;
-    }
-    let results: Vec<Result<Vec<Signed>, Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| scope.spawn(move || chunk.into_iter().map(Draft::sign).collect()))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::Store("a signing thread panicked".into())))
-            })
-            .collect()
-    });
-    let mut out = Vec::new();
-    for r in results {
-        out.extend(r?);
-    }
-    Ok(out)
-}
-
 impl<S: Store> Memory<S> {
     /// Writes one entry durably and returns its id.
     pub fn write(&self, req: WriteRequest) -> Result<Written, Error> {
@@ -225,29 +156,29 @@ impl<S: Store> Memory<S> {
     ) -> Result<Attempt, Error> {
         let (registry, distrust) = self.refresh_registry_and_distrust()?;
         let labels_seen = distrust.next();
-        let mut batch_labels: HashMap<EntryId, TrustLabel> = HashMap::new();
-        let mut renamed: HashMap<EntryId, EntryId> = HashMap::new();
-
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_SIGNING_THREADS);
-        let signed = if threads > 1 && reqs.len() >= PARALLEL_SIGNING_MIN {
-            // Labels first, in order (an entry may derive from an earlier one of the batch,
-            // named by its id, which needs no signature), then the signatures in parallel.
-            let mut drafts = Vec::with_capacity(reqs.len());
-            let mut ids = Vec::with_capacity(reqs.len());
-            for (i, req) in reqs.into_iter().enumerate() {
-                let req = rename_parents(req, &renamed);
-                let draft = self.draft(&registry, &distrust, req, &batch_labels)?;
+        let mut batch = BatchIds {
+            previous,
+            renamed: HashMap::new(),
+            labels: HashMap::new(),
+        };
+        let threads = signing_threads();
+        let count = reqs.len();
+        let signed: Vec<Signed> = if threads > 1 && count >= PARALLEL_SIGNING_MIN {
+            // Drafts are made in order (an entry may derive from an earlier one of the batch,
+            // named by its id, which needs no signature) while signer threads sign the drafts
+            // made so far.
+            let mut ids = Vec::with_capacity(count);
+            let mut reqs = reqs.into_iter();
+            let signed = sign_pipelined(count, threads, |i| {
+                let req = reqs
+                    .next()
+                    .ok_or_else(|| Error::Store("a batch request went missing".into()))?;
+                let draft = self.draft(&registry, &distrust, batch.rename(req), &batch.labels)?;
                 let id = draft.id()?;
-                if let Some(old) = previous.get(i) {
-                    renamed.insert(*old, id);
-                }
-                batch_labels.insert(id, draft.body.label);
+                batch.note(i, id, draft.body.label);
                 ids.push(id);
-                drafts.push(draft);
-            }
-            let signed = sign_parallel(drafts, threads)?;
+                Ok(draft)
+            })?;
             if signed
                 .iter()
                 .zip(&ids)
@@ -259,16 +190,12 @@ impl<S: Store> Memory<S> {
             }
             signed
         } else {
-            let mut signed = Vec::with_capacity(reqs.len());
+            let mut signed = Vec::with_capacity(count);
             for (i, req) in reqs.into_iter().enumerate() {
-                let req = rename_parents(req, &renamed);
                 let s = self
-                    .draft(&registry, &distrust, req, &batch_labels)?
+                    .draft(&registry, &distrust, batch.rename(req), &batch.labels)?
                     .sign()?;
-                if let Some(old) = previous.get(i) {
-                    renamed.insert(*old, s.record.entry.id());
-                }
-                batch_labels.insert(s.record.entry.id(), s.record.entry.body().label);
+                batch.note(i, s.record.entry.id(), s.record.entry.body().label);
                 signed.push(s);
             }
             signed
@@ -276,7 +203,10 @@ impl<S: Store> Memory<S> {
         let (records, signers): (Vec<NewRecord>, Vec<VerifyingKey>) =
             signed.into_iter().map(|s| (s.record, s.signer)).unzip();
         match self.append_records(&records, &signers, Some(labels_seen)) {
-            Ok(written) => Ok(Ok(written)),
+            Ok(written) => {
+                self.labels.extend(written.iter().map(|w| (w.id, w.label)));
+                Ok(Ok(written))
+            }
             Err(stale @ Error::StaleLabel { .. }) => Ok(Err((stale, records))),
             Err(e) => Err(e),
         }
@@ -321,7 +251,7 @@ impl<S: Store> Memory<S> {
         for p in &parents {
             let label = match batch.get(&p.id) {
                 Some(l) => *l,
-                None => self.effective_label(&p.id)?,
+                None => self.parent_label(&p.id, distrust)?,
             };
             edges.push(ParentEdge {
                 label,
@@ -370,16 +300,31 @@ impl<S: Store> Memory<S> {
         })
     }
 
-    /// The effective label of a stored entry: the signed label, raised by any distrust.
-    pub fn effective_label(&self, id: &EntryId) -> Result<TrustLabel, Error> {
-        let stored = self
+    /// The effective label of parent `id` for a new entry: from the label cache while the
+    /// log holds no distrust record (then every effective label is the signed one), else from
+    /// the store; a label read from the store is cached.
+    fn parent_label(&self, id: &EntryId, distrust: &DistrustLog) -> Result<TrustLabel, Error> {
+        if distrust.is_empty()
+            && let Some(label) = self.labels.get(id)
+        {
+            return Ok(label);
+        }
+        let labels = self
             .store
-            .entry_by_id(id)?
+            .labels_by_id(id)?
             .ok_or(Error::UnknownParent(*id))?;
-        let entry = SignedEntry::from_leaf(&stored.leaf)?;
-        Ok(stored
-            .effective_label
-            .map_or(entry.body().label, |e| e.max(entry.body().label)))
+        self.labels.extend([(*id, labels.signed)]);
+        Ok(labels.effective_label())
+    }
+
+    /// The effective label of a stored entry: the signed label, raised by any distrust
+    /// ([`StoreRead::labels_by_id`]: no leaf is read).
+    pub fn effective_label(&self, id: &EntryId) -> Result<TrustLabel, Error> {
+        Ok(self
+            .store
+            .labels_by_id(id)?
+            .ok_or(Error::UnknownParent(*id))?
+            .effective_label())
     }
 
     /// Appends records signed elsewhere in this crate; the guard re-validates all of them
@@ -525,16 +470,36 @@ fn control_effects(
     }
 }
 
-/// Points parents named by an id of the previous attempt at the entry's new id.
-fn rename_parents(mut req: WriteRequest, renamed: &HashMap<EntryId, EntryId>) -> WriteRequest {
-    if !renamed.is_empty() {
-        for p in &mut req.parents {
-            if let Some(new) = renamed.get(&p.id) {
-                p.id = *new;
+/// The ids and labels of a batch's entries drafted so far, for the entries after them.
+struct BatchIds<'a> {
+    /// `previous[i]`: the id entry `i` had in the previous attempt (empty on the first).
+    previous: &'a [EntryId],
+    /// Previous attempt's id → this attempt's id.
+    renamed: HashMap<EntryId, EntryId>,
+    /// Signed labels of the entries drafted so far.
+    labels: HashMap<EntryId, TrustLabel>,
+}
+
+impl BatchIds<'_> {
+    /// Notes entry `i` of the batch, with its id and signed label.
+    fn note(&mut self, i: usize, id: EntryId, label: TrustLabel) {
+        if let Some(old) = self.previous.get(i) {
+            self.renamed.insert(*old, id);
+        }
+        self.labels.insert(id, label);
+    }
+
+    /// Points parents named by an id of the previous attempt at the entry's new id.
+    fn rename(&self, mut req: WriteRequest) -> WriteRequest {
+        if !self.renamed.is_empty() {
+            for p in &mut req.parents {
+                if let Some(new) = self.renamed.get(&p.id) {
+                    p.id = *new;
+                }
             }
         }
+        req
     }
-    req
 }
 
 /// One attempt at a batch: written, or a stale label with the records to re-label.

@@ -248,6 +248,34 @@ impl StoreRead for State {
             })
             .collect()
     }
+
+    /// From the row's copy of the signed label: no leaf is copied or decoded.
+    fn labels_by_id(&self, id: &EntryId) -> Result<Option<super::EntryLabels>, Error> {
+        Ok(self.by_id.get(id).and_then(|&index| {
+            let row = self.rows.get(usize::try_from(index).ok()?)?;
+            Some(super::EntryLabels {
+                index,
+                signed: row.label,
+                effective: self.effective.get(id).copied(),
+            })
+        }))
+    }
+
+    /// Binary searches of the parents' child lists (sorted by child id).
+    fn edge_weights(&self, edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error> {
+        Ok(edges
+            .iter()
+            .map(|(parent, child)| {
+                let list = self.children.get(parent)?;
+                let at = list.binary_search_by(|(c, _)| c.cmp(child)).ok()?;
+                list.get(at).map(|(_, w)| *w)
+            })
+            .collect())
+    }
+
+    fn edge_count(&self) -> Result<Option<u64>, Error> {
+        Ok(Some(self.children.values().map(|l| l.len() as u64).sum()))
+    }
 }
 
 /// A batch, checked and with its node hashes computed, ready to commit without failing.
@@ -416,6 +444,9 @@ delegate_read! {
     setting(key: &str) -> Result<Option<String>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
     control_records(kind: EntryKind, from: u64) -> Result<Vec<RegistryRecord>, Error>;
+    labels_by_id(id: &EntryId) -> Result<Option<super::EntryLabels>, Error>;
+    edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
+    edge_count() -> Result<Option<u64>, Error>;
 }
 
 impl Store for MemoryStore {

@@ -42,6 +42,26 @@ pub struct StoredEntry {
     pub effective_label: Option<TrustLabel>,
 }
 
+/// An entry's labels as the store keeps them, without its leaf: what the write path needs to
+/// label a child ([`StoreRead::labels_by_id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryLabels {
+    /// Leaf index in the log.
+    pub index: u64,
+    /// The entry's signed label (a backend may answer from its copy beside the leaf; `verify`
+    /// compares that copy with the leaf).
+    pub signed: TrustLabel,
+    /// The effective label, when a distrust record raised it above the signed label.
+    pub effective: Option<TrustLabel>,
+}
+
+impl EntryLabels {
+    /// The label a child is labelled from: the signed label, raised by any distrust.
+    pub fn effective_label(&self) -> TrustLabel {
+        self.effective.map_or(self.signed, |e| e.max(self.signed))
+    }
+}
+
 /// A new entry to append.
 #[derive(Clone, Debug)]
 pub struct NewRecord {
@@ -128,6 +148,57 @@ pub trait StoreRead {
     /// content is gone, is an integrity error (control records are never erasable).
     fn control_records(&self, kind: EntryKind, from: u64) -> Result<Vec<RegistryRecord>, Error> {
         index::scan_control_records(self, kind, from)
+    }
+
+    /// An entry's index, signed label and effective label by id, without reading its leaf or
+    /// content: the write path labels every child from its parents' effective labels, and a
+    /// strict decode of each parent's whole leaf (≈ 3 µs) just to read one signed field was a
+    /// tenth of a write.
+    ///
+    /// The provided implementation reads the entry and decodes its leaf. A backend that keeps
+    /// a copy of the signed label beside the leaf (the SQLite `label` column, `MemoryStore`'s
+    /// rows) overrides it to answer from that copy. This is no weaker than decoding the leaf:
+    /// the write path never re-verified the parent's leaf either (it trusts its own store), and
+    /// a child labelled from an edited copy is caught the same way as one labelled from an
+    /// edited leaf — `verify` compares every copy with its signed leaf and re-derives every
+    /// child's label from its parents' *signed* labels, and retrieval re-checks each returned
+    /// entry's label against its parents' signed leaves.
+    fn labels_by_id(&self, id: &EntryId) -> Result<Option<EntryLabels>, Error> {
+        let Some(stored) = self.entry_by_id(id)? else {
+            return Ok(None);
+        };
+        let entry = SignedEntry::from_leaf(&stored.leaf)?;
+        Ok(Some(EntryLabels {
+            index: stored.index,
+            signed: entry.body().label,
+            effective: stored.effective_label,
+        }))
+    }
+
+    /// The stored weight of each derivation edge `(parent, child)` asked for, in the order
+    /// asked (`None`: no such edge): `verify` looks up every edge the signed parent lists
+    /// imply, a chunk at a time, instead of holding every entry's children in memory.
+    ///
+    /// The provided implementation reads each parent's children.
+    fn edge_weights(&self, edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error> {
+        edges
+            .iter()
+            .map(|(parent, child)| {
+                Ok(self
+                    .children(parent)?
+                    .into_iter()
+                    .find(|(c, _)| c == child)
+                    .map(|(_, w)| w))
+            })
+            .collect()
+    }
+
+    /// How many derivation edges the store holds, when it can count them (`None`: it
+    /// cannot, and `verify` compares the edges parent by parent instead). With every edge
+    /// the signed parent lists imply found by [`StoreRead::edge_weights`], an equal count
+    /// means there is no other.
+    fn edge_count(&self) -> Result<Option<u64>, Error> {
+        Ok(None)
     }
 }
 

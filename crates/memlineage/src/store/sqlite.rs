@@ -7,6 +7,8 @@
 //! with a busy timeout); the guard runs inside the transaction, after the first index is fixed,
 //! so neither can lose or interleave the other's writes.
 
+mod nodes;
+
 use super::schema::{CREATE, SCHEMA_VERSION};
 use super::{
     AppendGuard, Effect, IndexRow, NewRecord, RegistryRecord, Store, StoreRead, StoredEntry,
@@ -16,12 +18,31 @@ use memlineage_core::entry::EntryKind;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::{self, NodeId};
 use memlineage_core::{EntryId, Hash256};
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+/// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
+/// 30 texts, five of them bucketed node reads).
+const STATEMENT_CACHE: usize = 64;
+
+/// SQLite's page cache per connection, in KiB (the default is 2 MiB): room for a small
+/// store's whole search index and entries, and for the upper B-tree levels of a large one.
+/// Pages are cached only as they are read, so a handle's memory grows by at most this much.
+const PAGE_CACHE_KIB: i64 = 8 * 1024;
+
+/// WAL frames (pages) after which a commit checkpoints the WAL into the database file
+/// (SQLite's default is 1000). A batch of 256 entries writes ≈ 200 pages to the WAL into a
+/// small store and ≈ 800 into a store of 10^6 (random `id` and `edges` keys dirty a page each),
+/// so by default every second large-store commit also copied those pages to the database file
+/// and fsynced it. At 4000 (16 MiB of WAL) a checkpoint comes every ≈ 5 such batches and pages
+/// dirtied again meanwhile are copied once. Durability is unchanged: every commit still fsyncs
+/// the WAL (`synchronous=FULL`); the checkpoint only moves committed pages (docs/store.md).
+const WAL_CHECKPOINT_PAGES: i64 = 4000;
 
 /// The SQLite store. One connection behind a mutex: SQLite serialises writers anyway, and the
 /// handle stays `Send + Sync` for many threads.
@@ -53,6 +74,14 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Read-path settings (docs/store.md, "Read path"): plans that do not depend on bound
+        // values, so a search with new terms is not re-prepared on every call, and room in the
+        // statement cache for the bucketed node reads beside every other cached statement.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
+        // Write path: checkpoints less often (see `WAL_CHECKPOINT_PAGES`).
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
         let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version == 0 {
             conn.execute_batch(&format!(
@@ -192,29 +221,9 @@ impl StoreRead for Reader<'_> {
             .collect()
     }
 
+    /// One statement for the whole list (`sqlite/nodes.rs`).
     fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Hash256>, Error> {
-        let mut stmt = self
-            .0
-            .prepare_cached("SELECT hash FROM nodes WHERE level = ?1 AND idx = ?2")?;
-        ids.iter()
-            .map(|n| {
-                let h: Option<Vec<u8>> = stmt
-                    .query_row(params![n.level, to_i64(n.index)?], |r| r.get(0))
-                    .optional()?;
-                let h = h.ok_or_else(|| {
-                    Error::Integrity(format!(
-                        "Merkle node (level {}, index {}) is missing",
-                        n.level, n.index
-                    ))
-                })?;
-                Hash256::from_slice(&h).ok_or_else(|| {
-                    Error::Integrity(format!(
-                        "Merkle node (level {}, index {}) is not 32 bytes",
-                        n.level, n.index
-                    ))
-                })
-            })
-            .collect()
+        nodes::read_many(self.0, ids)
     }
 
     fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {
@@ -370,6 +379,76 @@ impl StoreRead for Reader<'_> {
         })
         .collect()
     }
+
+    /// From the `label` column (the copy `verify` audits) and the `effective` table, in one
+    /// indexed lookup: no leaf is read or decoded.
+    fn labels_by_id(&self, id: &EntryId) -> Result<Option<super::EntryLabels>, Error> {
+        let row = self
+            .0
+            .prepare_cached(
+                "SELECT e.idx, e.label, x.label FROM entries e \
+                 LEFT JOIN effective x ON x.id = e.id WHERE e.id = ?1",
+            )?
+            .query_row([id.as_bytes().as_slice()], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .optional()?;
+        let Some((index, signed, effective)) = row else {
+            return Ok(None);
+        };
+        let parse = |s: &str, what: &str| {
+            s.parse::<TrustLabel>()
+                .map_err(|e| Error::Integrity(format!("{what}: {e}")))
+        };
+        Ok(Some(super::EntryLabels {
+            index: u64::try_from(index)
+                .map_err(|_| Error::Integrity("negative leaf index".into()))?,
+            signed: parse(&signed, "label")?,
+            effective: effective
+                .as_deref()
+                .map(|e| parse(e, "effective label"))
+                .transpose()?,
+        }))
+    }
+
+    /// One primary-key lookup per edge, under one lock.
+    fn edge_weights(&self, edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error> {
+        let mut stmt = self
+            .0
+            .prepare_cached("SELECT weight FROM edges WHERE parent = ?1 AND child = ?2")?;
+        edges
+            .iter()
+            .map(|(parent, child)| {
+                let w: Option<i64> = stmt
+                    .query_row(
+                        params![parent.as_bytes().as_slice(), child.as_bytes().as_slice()],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                w.map(|w| {
+                    u16::try_from(w)
+                        .ok()
+                        .and_then(Weight::from_bp)
+                        .ok_or_else(|| Error::Integrity(format!("edge weight {w} out of range")))
+                })
+                .transpose()
+            })
+            .collect()
+    }
+
+    fn edge_count(&self) -> Result<Option<u64>, Error> {
+        let n: i64 = self
+            .0
+            .prepare_cached("SELECT count(*) FROM edges")?
+            .query_row([], |r| r.get(0))?;
+        Ok(Some(u64::try_from(n).map_err(|_| {
+            Error::Integrity("negative edge count".into())
+        })?))
+    }
 }
 
 /// Turns free text into a safe FTS5 query: every word becomes a quoted term, joined with OR,
@@ -412,6 +491,9 @@ delegate_read! {
     setting(key: &str) -> Result<Option<String>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
     control_records(kind: EntryKind, from: u64) -> Result<Vec<RegistryRecord>, Error>;
+    labels_by_id(id: &EntryId) -> Result<Option<super::EntryLabels>, Error>;
+    edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
+    edge_count() -> Result<Option<u64>, Error>;
 }
 
 impl Store for SqliteStore {

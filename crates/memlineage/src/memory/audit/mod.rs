@@ -8,29 +8,51 @@
 //! signed in the genesis record); its signed label is at least what its parents imply, with
 //! its writer labelled external once a distrust record named it; and every stored Merkle node,
 //! leaf hashes and inner nodes alike, equals the node recomputed from the leaves ([`tree`]).
-//! Pass 1 also collects, from the signed records alone, the tombstones and distrust records.
+//! Pass 1 also collects, from the signed records alone, the tombstones and distrust records
+//! ([`facts`]).
 //!
-//! Pass 2 ([`derived`]) rebuilds the store's derived state from those facts — forgotten and
-//! erased entries, effective labels, the copies of scope, writer, kind and label, the lineage
-//! edges — and names every entry whose stored state disagrees. Then the settings table is
-//! checked against the genesis record, and the latest signed checkpoint against the leaves.
+//! The derived-state audit ([`derived`]) rebuilds the store's derived state from those facts —
+//! forgotten and erased entries, effective labels, the copies of scope, writer, kind and label,
+//! the lineage edges ([`edges`]) — and names every entry whose stored state disagrees. Then the
+//! settings table is checked against the genesis record, and the latest signed checkpoint
+//! against the leaves.
+//!
+//! How it runs (the checks are the same as when each was a separate pass):
+//!
+//! - The log is read once, in chunks of [`CHUNK`]. The derived state is audited in the same
+//!   pass, against the control records' facts read ahead from the store's kind index; they are
+//!   compared with pass 1's at the end, and the derived state is audited again in a second
+//!   pass only when they differ ([`facts`]).
+//! - A chunk's signatures are verified on all cores in the background while the next chunk is
+//!   read, decoded and checked ([`signatures`]); problems are still reported in check order
+//!   ([`problems`]).
+//! - Memory is bounded: labels are kept by leaf index, one byte per entry, with a window of
+//!   recent ids and authenticated store look-ups for older parents ([`labels`]); edges are
+//!   looked up a chunk at a time and counted ([`edges`]).
 
 mod derived;
+mod edges;
+mod entries;
+mod facts;
+mod labels;
+mod problems;
 mod signatures;
+#[cfg(test)]
+mod tests;
 mod tree;
+mod tree_checks;
 
-use super::distrusted::DistrustLog;
-use super::{Memory, verify_registry_signature};
+use super::Memory;
 use crate::error::Error;
-use crate::store::Store;
-use memlineage_core::entry::{EntryKind, SignedEntry};
-use memlineage_core::label::{Fallback, TrustLabel, Weight};
+use crate::store::{Store, StoredEntry};
+use derived::Derived;
+use facts::LogFacts;
+use labels::Labels;
+use memlineage_core::entry::SignedEntry;
+use memlineage_core::label::{Fallback, Weight};
 use memlineage_core::merkle::{self, NodeId};
-use memlineage_core::principal::Registry;
-use memlineage_core::records::{Distrust, RegistryChange, Tombstone};
-use memlineage_core::rule::{LabelRule, required_label};
-use memlineage_core::trust::ParentEdge;
 use memlineage_core::{EntryId, Hash256};
+use problems::Problems;
 use std::collections::HashMap;
 use tree::TreeAudit;
 
@@ -72,7 +94,7 @@ impl AuditReport {
 
     fn problem(&mut self, index: Option<u64>, id: Option<EntryId>, reason: String) {
         self.problem_count += 1;
-        if self.problems.len() < 1000 {
+        if self.problems.len() < MAX_LISTED {
             self.problems.push(AuditProblem {
                 index,
                 id: id.map(|i| i.to_hex()),
@@ -82,7 +104,13 @@ impl AuditReport {
     }
 }
 
-const CHUNK: u64 = 4096;
+/// Problems listed in full in a report (all are counted).
+const MAX_LISTED: usize = 1000;
+/// Entries read, checked and batch-verified at a time (a few in unit tests).
+const CHUNK: u64 = if cfg!(test) { 8 } else { 4096 };
+// A parent evicted from the window of recent ids lies in an earlier chunk, whose stored leaf
+// nodes have been compared: what authenticates the store's answer for it (`labels.rs`).
+const _: () = assert!(labels::WINDOW as u64 >= 2 * CHUNK);
 /// Missing leaf indices in one gap up to this many are reported one by one; a longer gap is
 /// reported as one range.
 const GAP_LISTED: u64 = 64;
@@ -90,24 +118,13 @@ const GAP_LISTED: u64 = 64;
 /// on past them; beyond, the node-by-node check stops at the gap.
 const GAP_BRIDGED: u64 = CHUNK;
 
-/// What pass 1 learns from the signed records, for pass 2.
-struct LogFacts {
-    /// The store's label rule, as signed into the genesis record.
-    store_rule: Option<LabelRule>,
-    /// The registry as of the end of the log.
-    registry: Registry,
-    /// The distrust records.
-    distrust: DistrustLog,
-    /// Forgotten entry → (the latest tombstone naming it, whether any tombstone erased it).
-    tombstones: HashMap<EntryId, (EntryId, bool)>,
-    /// Signed labels of every decoded entry.
-    signed: HashMap<EntryId, TrustLabel>,
-}
-
 /// Pass 1's running state.
 struct Pass1 {
     report: AuditReport,
+    /// Problems of the chunk being checked, reported after the previous chunk's signatures.
+    out: Problems,
     facts: LogFacts,
+    labels: Labels,
     tree: TreeAudit,
     /// False once a gap too long to bridge stopped the node-by-node check.
     tree_ok: bool,
@@ -127,13 +144,9 @@ impl<S: Store> Memory<S> {
         let cp_note = self.store.latest_checkpoint()?;
         let mut p = Pass1 {
             report: AuditReport::default(),
-            facts: LogFacts {
-                store_rule: None,
-                registry: Registry::new(),
-                distrust: DistrustLog::default(),
-                tombstones: HashMap::new(),
-                signed: HashMap::new(),
-            },
+            out: Problems::default(),
+            facts: LogFacts::default(),
+            labels: Labels::new(total),
             tree: TreeAudit::default(),
             tree_ok: true,
             completed: Vec::new(),
@@ -141,319 +154,129 @@ impl<S: Store> Memory<S> {
             root_at_checkpoint: None,
             checkpoint_size: cp_note.as_deref().and_then(checkpoint_size),
         };
-        let mut start = 0;
-        let mut examined = 0;
-        while start < total {
-            let rows = self.store.entries(start, CHUNK)?;
-            let Some(last) = rows.last().map(|r| r.index) else {
-                p.report.problem(
-                    Some(start),
-                    None,
-                    format!(
-                        "leaf indices {start}..={} are missing from the log",
-                        total.saturating_sub(1)
-                    ),
-                );
-                break;
-            };
-            let mut decoded: Vec<(u64, SignedEntry)> = Vec::with_capacity(rows.len());
-            let mut to_check: Vec<(usize, ed25519_dalek::VerifyingKey)> = Vec::new();
-            p.leaf_ids = rows.iter().map(|r| (r.index, r.id)).collect();
-            for row in &rows {
-                if row.index > p.tree.size() {
-                    self.gap(&mut p, row.index)?;
-                }
-                let lh = merkle::leaf_hash(&row.leaf);
-                self.push_leaf(&mut p, Some(lh));
-                let entry = match SignedEntry::from_leaf(&row.leaf) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        p.report
-                            .problem(Some(row.index), Some(row.id), format!("leaf: {e}"));
-                        continue;
-                    }
-                };
-                if entry.id() != row.id {
-                    p.report.problem(
-                        Some(row.index),
-                        Some(row.id),
-                        format!("indexed id differs from the body's hash {}", entry.id()),
+        let ahead = LogFacts::from_kind_index(&self.store);
+        let mut derived = ahead.map(|f| Derived::new(f, self.store_rule()));
+        let examined = std::thread::scope(|scope| -> Result<u64, Error> {
+            let mut pending: Option<signatures::Pending<'_>> = None;
+            let mut start = 0;
+            let mut examined = 0;
+            while start < total {
+                let rows = self.store.entries(start, CHUNK)?;
+                let Some(last) = rows.last().map(|r| r.index) else {
+                    p.out.problem(
+                        Some(start),
+                        None,
+                        format!(
+                            "leaf indices {start}..={} are missing from the log",
+                            total.saturating_sub(1)
+                        ),
                     );
-                }
-                let content_ok = match &row.content {
-                    Some(c) if Hash256::of(c) != entry.body().content_hash => {
-                        p.report.problem(
-                            Some(row.index),
-                            Some(entry.id()),
-                            "content does not match the signed content hash".into(),
-                        );
-                        false
-                    }
-                    Some(_) => true,
-                    None => false,
+                    break;
                 };
-                if let Some(key) = self.check_entry(
-                    &mut p,
-                    row.index,
-                    &entry,
-                    row.content.as_deref(),
-                    content_ok,
-                ) {
-                    to_check.push((decoded.len(), key));
+                let checked = self.check_chunk(&mut p, &rows)?;
+                if let Some(d) = derived.as_mut() {
+                    let copies = self.store.index_rows(start, CHUNK)?;
+                    let decoded: Vec<Option<&SignedEntry>> =
+                        checked.decoded.iter().map(Option::as_ref).collect();
+                    d.chunk(&self.store, &mut p.labels, &rows, &decoded, copies)?;
                 }
-                p.facts.signed.insert(entry.id(), entry.body().label);
-                decoded.push((row.index, entry));
-            }
-            self.compare_nodes(&mut p)?;
-            p.report.signatures += to_check.len() as u64;
-            for bad in signatures::verify_signatures(&decoded, &to_check) {
-                if let Some((index, entry)) = decoded.get(bad) {
-                    p.report.problem(
-                        Some(*index),
-                        Some(entry.id()),
-                        "signature does not verify".into(),
-                    );
+                self.compare_nodes(&mut p)?;
+                if p.tree_ok {
+                    p.labels.nodes_checked_to(p.tree.size());
                 }
+                // The previous chunk's signature problems come before this chunk's problems.
+                report_signatures(&mut p.report, pending.take());
+                std::mem::take(&mut p.out).report_into(&mut p.report);
+                let items = checked.into_items();
+                p.report.signatures += items.len() as u64;
+                pending = Some(signatures::spawn(scope, items));
+                examined += rows.len() as u64;
+                start = last + 1;
+                progress(start.min(total), total);
             }
-            examined += rows.len() as u64;
-            start = last + 1;
-            progress(start.min(total), total);
-        }
+            report_signatures(&mut p.report, pending.take());
+            std::mem::take(&mut p.out).report_into(&mut p.report);
+            Ok(examined)
+        })?;
         p.report.entries = examined;
         self.finish_tree(&mut p, total, cp_note.is_some())?;
         self.check_settings(&mut p)?;
-        let store_rule = p.facts.store_rule.unwrap_or_else(|| self.store_rule());
-        derived::audit(&self.store, &p.facts, store_rule, &mut p.report)?;
+        self.audit_derived(&mut p, derived)?;
         p.report.principals = p.facts.registry.principals().count();
         Ok(p.report)
     }
 
-    /// Reports the leaf indices missing before `next` and bridges the tree over them.
-    fn gap(&self, p: &mut Pass1, next: u64) -> Result<(), Error> {
-        let from = p.tree.size();
-        let len = next - from;
-        if len <= GAP_LISTED {
-            for i in from..next {
-                p.report.problem(
-                    Some(i),
-                    None,
-                    format!("leaf index {i} is missing from the log (the next present is {next})"),
-                );
+    /// Reports the derived-state audit: the one run beside pass 1 when its facts are pass 1's,
+    /// else a second pass with pass 1's facts; then the edges, parent by parent if needed.
+    fn audit_derived(&self, p: &mut Pass1, derived: Option<Derived>) -> Result<(), Error> {
+        let mut derived = match derived {
+            Some(d) if d.facts.same_as(&p.facts) => d,
+            _ => {
+                let facts = std::mem::take(&mut p.facts);
+                let mut again = Derived::new(facts, self.store_rule());
+                derived::audit_again(&self.store, &mut p.labels, &mut again)?;
+                again
             }
-        } else {
-            p.report.problem(
-                Some(from),
-                None,
-                format!(
-                    "leaf indices {from}..={} ({len} entries) are missing from the log",
-                    next - 1
-                ),
-            );
+        };
+        let exact = std::mem::take(&mut derived.edges).finish(&self.store)?;
+        if !exact {
+            edges::audit_exact(&self.store, &mut derived.problems)?;
         }
-        if len > GAP_BRIDGED {
-            if p.tree_ok {
-                p.report.problem(
-                    None,
-                    None,
-                    format!(
-                        "the node-by-node tree check stopped at the gap after leaf index {from}"
-                    ),
-                );
-            }
-            p.tree_ok = false;
-            return Ok(());
-        }
-        for i in from..next {
-            // The stored leaf hash keeps the tree aligned; without it the leaf is unknown.
-            let stored = self
-                .store
-                .nodes(&[NodeId::leaf(i)])
-                .ok()
-                .and_then(|h| h.first().copied());
-            self.push_leaf(p, stored);
-        }
+        p.facts = std::mem::take(&mut derived.facts);
+        derived.problems.report_into(&mut p.report);
         Ok(())
     }
 
-    fn push_leaf(&self, p: &mut Pass1, leaf_hash: Option<Hash256>) {
-        if !p.tree_ok {
-            return;
-        }
-        p.completed.extend(p.tree.push(leaf_hash));
-        if Some(p.tree.size()) == p.checkpoint_size {
-            p.root_at_checkpoint = p.tree.root();
-        }
-    }
-
-    /// Compares the nodes completed in this chunk with the stored ones.
-    fn compare_nodes(&self, p: &mut Pass1) -> Result<(), Error> {
-        let completed = std::mem::take(&mut p.completed);
-        if completed.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<NodeId> = completed.iter().map(|(n, _)| *n).collect();
-        let stored: Vec<Option<Hash256>> = match self.store.nodes(&ids) {
-            Ok(hashes) => hashes.into_iter().map(Some).collect(),
-            // Some node is missing or malformed: fetch one by one to name it.
-            Err(_) => ids
-                .iter()
-                .map(|n| {
-                    self.store
-                        .nodes(&[*n])
-                        .ok()
-                        .and_then(|h| h.first().copied())
-                })
-                .collect(),
-        };
-        for ((node, computed), stored) in completed.iter().zip(stored) {
-            let problem = match stored {
-                Some(h) if h == *computed => continue,
-                Some(_) if node.level == 0 => {
-                    "stored leaf hash does not match the leaf bytes".to_string()
+    /// The pass-1 checks of one chunk of rows: the tree, the leaves, the entries. Returns the
+    /// decoded entries and the signatures to verify.
+    fn check_chunk(&self, p: &mut Pass1, rows: &[StoredEntry]) -> Result<Checked, Error> {
+        let mut decoded: Vec<Option<SignedEntry>> = Vec::with_capacity(rows.len());
+        let mut to_verify = Vec::new();
+        p.leaf_ids = rows.iter().map(|r| (r.index, r.id)).collect();
+        for row in rows {
+            if row.index > p.tree.size() {
+                self.gap(p, row.index)?;
+            }
+            let lh = merkle::leaf_hash(&row.leaf);
+            self.push_leaf(p, Some(lh));
+            let entry = match SignedEntry::from_leaf(&row.leaf) {
+                Ok(e) => e,
+                Err(e) => {
+                    p.out
+                        .problem(Some(row.index), Some(row.id), format!("leaf: {e}"));
+                    decoded.push(None);
+                    continue;
                 }
-                Some(_) => format!(
-                    "stored Merkle node {node} covering leaves {} differs from the hash recomputed from the leaves",
-                    tree::covered(*node)
-                ),
-                None => format!(
-                    "stored Merkle node {node} covering leaves {} is missing or malformed",
-                    tree::covered(*node)
-                ),
             };
-            let index = (node.level == 0).then_some(node.index);
-            let id = index.and_then(|i| p.leaf_ids.get(&i).copied());
-            p.report.problem(index, id, problem);
-        }
-        Ok(())
-    }
-
-    /// Signer, registry, label rule and label of one decoded entry; control-record facts.
-    /// Returns the key to verify its signature with, when it is not a registry record.
-    fn check_entry(
-        &self,
-        p: &mut Pass1,
-        index: u64,
-        entry: &SignedEntry,
-        content: Option<&[u8]>,
-        content_ok: bool,
-    ) -> Option<ed25519_dalek::VerifyingKey> {
-        let body = entry.body();
-        let id = entry.id();
-        if index == 0 && body.kind == EntryKind::Registry {
-            p.facts.store_rule = Some(LabelRule::new(body.tau, body.fallback));
-        }
-        if body.kind == EntryKind::Registry {
-            let applied = content
-                .ok_or_else(|| Error::Integrity("registry record without content".into()))
-                .and_then(|c| Ok(RegistryChange::from_content(c)?))
-                .and_then(|change| {
-                    verify_registry_signature(&p.facts.registry, index, entry, &change)?;
-                    p.facts.registry.apply(index, entry, &change)?;
-                    Ok(())
-                });
-            p.report.signatures += 1;
-            if let Err(e) = applied {
-                p.report
-                    .problem(Some(index), Some(id), format!("registry: {e}"));
+            if entry.id() != row.id {
+                p.out.problem(
+                    Some(row.index),
+                    Some(row.id),
+                    format!("indexed id differs from the body's hash {}", entry.id()),
+                );
             }
-            return None;
-        }
-        let key = match p
-            .facts
-            .registry
-            .signer_at(&body.writer, &body.key_id, index)
-        {
-            Ok((_, key)) => *key,
-            Err(e) => {
-                p.report
-                    .problem(Some(index), Some(id), format!("signer: {e}"));
-                return None;
-            }
-        };
-        // Without a genesis record (reported once, by `check_settings`) the settings table's
-        // rule is the best there is.
-        let store = p.facts.store_rule.unwrap_or_else(|| self.store_rule());
-        if let Some(laxer) = LabelRule::new(body.tau, body.fallback).laxer_than(store) {
-            p.report.problem(
-                Some(index),
-                Some(id),
-                format!("signed with a {laxer}: a per-entry override may only be stricter"),
-            );
-        }
-        check_label(p, index, entry, store);
-        if content_ok && let Some(c) = content {
-            match body.kind {
-                EntryKind::Tombstone => match Tombstone::from_content(c) {
-                    Ok(t) => {
-                        let slot = p.facts.tombstones.entry(t.target).or_insert((id, false));
-                        *slot = (id, slot.1 || t.erase);
-                    }
-                    Err(e) => p
-                        .report
-                        .problem(Some(index), Some(id), format!("tombstone: {e}")),
-                },
-                EntryKind::Distrust => match Distrust::from_content(c) {
-                    Ok(d) => p.facts.distrust.apply(index, &d),
-                    Err(e) => p
-                        .report
-                        .problem(Some(index), Some(id), format!("distrust: {e}")),
-                },
-                _ => {}
-            }
-        } else if body.kind.is_control() && !content_ok {
-            p.report.problem(
-                Some(index),
-                Some(id),
-                format!(
-                    "the content of this {} record is missing (control records are never erased)",
-                    body.kind
-                ),
-            );
-        }
-        Some(key)
-    }
-
-    /// The root, the stored root and the latest signed checkpoint.
-    fn finish_tree(&self, p: &mut Pass1, total: u64, has_checkpoint: bool) -> Result<(), Error> {
-        self.compare_nodes(p)?;
-        let recomputed = if p.tree_ok { p.tree.root() } else { None };
-        p.report.root = recomputed.map_or_else(String::new, |r| r.to_hex());
-        if let Some(recomputed) = recomputed {
-            match self.root_at(total) {
-                Ok(stored) if stored != recomputed => p.report.problem(
-                    None,
-                    None,
-                    format!("the stored tree's root {stored} differs from the root recomputed from the leaves {recomputed}"),
-                ),
-                Ok(_) => {}
-                Err(e) => p.report.problem(None, None, format!("stored tree: {e}")),
-            }
-        }
-        if has_checkpoint {
-            match self.latest_checkpoint() {
-                Ok(Some(cp)) => {
-                    p.report.checkpoint_size = Some(cp.size);
-                    let expected = if cp.size == total {
-                        recomputed
-                    } else {
-                        p.root_at_checkpoint
-                    };
-                    if cp.size > 0 && expected != Some(cp.root) {
-                        p.report.problem(
-                            None,
-                            None,
-                            format!(
-                                "the signed checkpoint at size {} does not match the leaves",
-                                cp.size
-                            ),
-                        );
-                    }
+            let content_ok = match &row.content {
+                Some(c) if Hash256::of(c) != entry.body().content_hash => {
+                    p.out.problem(
+                        Some(row.index),
+                        Some(entry.id()),
+                        "content does not match the signed content hash".into(),
+                    );
+                    false
                 }
-                Ok(None) => {}
-                Err(e) => p.report.problem(None, None, format!("checkpoint: {e}")),
+                Some(_) => true,
+                None => false,
+            };
+            if let Some(key) =
+                self.check_entry(p, row.index, &entry, row.content.as_deref(), content_ok)?
+            {
+                to_verify.push((decoded.len(), row.index, key));
             }
+            p.labels
+                .note_signed(row.index, entry.id(), row.id, entry.body().label);
+            decoded.push(Some(entry));
         }
-        Ok(())
+        Ok(Checked { decoded, to_verify })
     }
 
     /// The unsigned settings table against the label rule signed into the genesis record.
@@ -489,56 +312,34 @@ impl<S: Store> Memory<S> {
     }
 }
 
-fn checkpoint_size(note: &str) -> Option<u64> {
-    note.lines().nth(1)?.parse().ok()
+/// What pass 1 hands on from a chunk.
+struct Checked {
+    /// The decoded leaf of each row (`None`: it does not decode).
+    decoded: Vec<Option<SignedEntry>>,
+    /// The signatures to verify: position in `decoded`, leaf index, the signer's key.
+    to_verify: Vec<(usize, u64, ed25519_dalek::VerifyingKey)>,
 }
 
-/// The signed label against what the writer's class at `index` and the parents' signed
-/// labels require, with the entry's rule bounded by the store's.
-fn check_label(p: &mut Pass1, index: u64, entry: &SignedEntry, store: LabelRule) {
-    let body = entry.body();
-    let mut edges = Vec::with_capacity(body.parents.len());
-    for parent in &body.parents {
-        match p.facts.signed.get(&parent.id) {
-            Some(l) => edges.push(ParentEdge {
-                label: *l,
-                weight: parent.weight,
-            }),
-            None => {
-                p.report.problem(
-                    Some(index),
-                    Some(entry.id()),
-                    format!("parent {} is not earlier in the log", parent.id),
-                );
-                return;
-            }
-        }
+impl Checked {
+    /// The signatures to verify, the entries moved out of `decoded`.
+    fn into_items(mut self) -> Vec<signatures::Item> {
+        self.to_verify
+            .iter()
+            .filter_map(|(pos, index, key)| {
+                let entry = self.decoded.get_mut(*pos)?.take()?;
+                Some((*index, entry.id(), entry, *key))
+            })
+            .collect()
     }
-    let class = p
-        .facts
-        .distrust
-        .class_at(&p.facts.registry, &body.writer, index);
-    let required = required_label(
-        class,
-        &edges,
-        LabelRule::new(body.tau, body.fallback),
-        store,
-    );
-    if body.label < required {
-        let why = match p.facts.distrust.principal_before(&body.writer, index) {
-            Some(at) => format!(
-                " (its writer `{}` was distrusted at log index {at})",
-                body.writer
-            ),
-            None => String::new(),
-        };
-        p.report.problem(
-            Some(index),
-            Some(entry.id()),
-            format!(
-                "signed label {} is lower than its parents imply ({required}){why}: laundering attempt",
-                body.label
-            ),
-        );
+}
+
+/// Waits for a chunk's signature checks and reports the entries that fail.
+fn report_signatures(report: &mut AuditReport, pending: Option<signatures::Pending<'_>>) {
+    for (index, id) in pending.map(signatures::Pending::join).unwrap_or_default() {
+        report.problem(Some(index), Some(id), "signature does not verify".into());
     }
+}
+
+fn checkpoint_size(note: &str) -> Option<u64> {
+    note.lines().nth(1)?.parse().ok()
 }

@@ -1,0 +1,194 @@
+//! The read path's shortcuts check as much as the long way round: a cached checkpoint note is
+//! verified again once its text changes; proofs read in one batch still drop exactly the
+//! entry whose path was edited or lost, and still refuse a stored tree whose root is not the
+//! signed one; proofs built from one node read equal the reference tree's.
+
+mod common;
+
+use common::setup_with;
+use memlineage::{Memory, SqliteStore, WriteRequest};
+use memlineage_core::EntryId;
+use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::merkle::{self, MemoryTree, NodeId};
+use std::path::Path;
+
+/// A file store with `n` observations that all match the query `shared`, checkpointed.
+fn store_with(path: &Path, n: usize) -> (Memory<SqliteStore>, Vec<EntryId>) {
+    let mem = setup_with(SqliteStore::open(path).unwrap());
+    let ids = (0..n)
+        .map(|i| {
+            mem.write(WriteRequest::new(
+                "agent",
+                EntryKind::Observation,
+                format!("shared note number {i}"),
+            ))
+            .unwrap()
+            .id
+        })
+        .collect();
+    mem.checkpoint().unwrap();
+    (mem, ids)
+}
+
+fn index_of(mem: &Memory<SqliteStore>, id: &EntryId) -> u64 {
+    mem.get(id).unwrap().index
+}
+
+fn search(mem: &Memory<SqliteStore>) -> memlineage::memory::Retrieval {
+    mem.search("shared", &Scope::default(), 8).unwrap()
+}
+
+fn set_node(path: &Path, node: NodeId, hash: &[u8]) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let n = conn
+        .execute(
+            "UPDATE nodes SET hash = ?3 WHERE level = ?1 AND idx = ?2",
+            rusqlite::params![node.level, node.index as i64, hash],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn a_changed_checkpoint_note_is_verified_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let (mem, _) = store_with(&path, 5);
+    assert_eq!(search(&mem).entries.len(), 5);
+    // Edit the signature line of the cached note: the next retrieval verifies it again.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let note: String = conn
+        .query_row(
+            "SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let sig_at = note.rfind(' ').unwrap() + 1;
+    let flipped = if note.as_bytes()[sig_at + 10] == b'A' {
+        "B"
+    } else {
+        "A"
+    };
+    let edited = format!("{}{flipped}{}", &note[..sig_at + 10], &note[sig_at + 11..]);
+    conn.execute("UPDATE checkpoints SET note = ?1", [&edited])
+        .unwrap();
+    let err = mem
+        .search("shared", &Scope::default(), 8)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not signed by the operator"), "{err}");
+    assert!(mem.latest_checkpoint().is_err());
+    // The original note verifies again; a new checkpoint replaces the cached one.
+    conn.execute("UPDATE checkpoints SET note = ?1", [&note])
+        .unwrap();
+    assert_eq!(search(&mem).entries.len(), 5);
+    mem.write(WriteRequest::new(
+        "agent",
+        EntryKind::Observation,
+        "shared and newer",
+    ))
+    .unwrap();
+    let r = search(&mem);
+    assert_eq!(r.entries.len(), 6);
+    assert_eq!(r.checkpoint.unwrap().size, mem.size().unwrap());
+}
+
+#[test]
+fn an_edited_or_missing_path_node_drops_only_that_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let (mem, ids) = store_with(&path, 6);
+    let victim = ids[1];
+    let sibling = NodeId::leaf(index_of(&mem, &victim) ^ 1);
+    set_node(&path, sibling, &[7u8; 32]);
+    let r = search(&mem);
+    assert_eq!(r.entries.len(), 5);
+    assert!(r.entries.iter().all(|v| v.entry.id() != victim));
+    assert_eq!(r.dropped.len(), 1);
+    assert_eq!(r.dropped[0].id, victim);
+    assert!(
+        r.dropped[0].reason.starts_with("inclusion proof: "),
+        "{:?}",
+        r.dropped
+    );
+    // A deleted node fails the batch read; the fallback names it, for that entry only.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "DELETE FROM nodes WHERE level = 0 AND idx = ?1",
+        [sibling.index as i64],
+    )
+    .unwrap();
+    let r = search(&mem);
+    assert_eq!(r.entries.len(), 5);
+    assert_eq!(r.dropped.len(), 1);
+    assert_eq!(r.dropped[0].id, victim);
+    assert_eq!(
+        r.dropped[0].reason,
+        format!(
+            "inclusion proof: store integrity: Merkle node (level 0, index {}) is missing",
+            sibling.index
+        )
+    );
+}
+
+#[test]
+fn an_edited_root_node_fails_the_retrieval() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let (mem, _) = store_with(&path, 6);
+    let size = mem.size().unwrap();
+    let first_root = merkle::root_nodes(size)[0];
+    set_node(&path, first_root, &[9u8; 32]);
+    let err = mem
+        .search("shared", &Scope::default(), 8)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the stored tree of size"), "{err}");
+    // A root node that is gone fails it too (through the fallback, as before batching).
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "DELETE FROM nodes WHERE level = ?1 AND idx = ?2",
+        rusqlite::params![first_root.level, first_root.index as i64],
+    )
+    .unwrap();
+    let err = mem
+        .search("shared", &Scope::default(), 8)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is missing"), "{err}");
+}
+
+#[test]
+fn proofs_from_one_node_read_match_the_reference_tree() {
+    let mem = setup_with(SqliteStore::in_memory().unwrap());
+    for i in 0..37 {
+        mem.write(WriteRequest::new(
+            "agent",
+            EntryKind::Observation,
+            format!("entry {i}"),
+        ))
+        .unwrap();
+    }
+    let size = mem.size().unwrap();
+    let mut tree = MemoryTree::new();
+    for v in mem.log(0, size).unwrap() {
+        tree.append(&v.entry.to_leaf());
+    }
+    for v in mem.log(0, size).unwrap() {
+        for at in [v.index + 1, size] {
+            let p = mem.prove_inclusion(&v.entry.id(), Some(at)).unwrap();
+            let want = tree.inclusion_proof(v.index, at).unwrap();
+            assert_eq!(p.path.iter().map(|h| h.0).collect::<Vec<_>>(), want);
+            assert_eq!(p.root.0, tree.root_at(at).unwrap());
+        }
+    }
+    for old in 0..=size {
+        for new in [old, (old + 5).min(size), size] {
+            let (a, b, proof) = mem.prove_consistency(old, new).unwrap();
+            assert_eq!(a, tree.root_at(old).unwrap());
+            assert_eq!(b, tree.root_at(new).unwrap());
+            assert_eq!(proof, tree.consistency_proof(old, new).unwrap());
+        }
+    }
+}
