@@ -13,6 +13,7 @@
 use crate::entry::{EntryKind, Parent};
 use crate::hash::EntryId;
 use crate::label::{Fallback, TrustClass, TrustLabel, Weight};
+use crate::rule::{LabelRule, bounded_label};
 use crate::trust::{LabelCause, LabelDecision, ParentEdge, compute_label};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::convert::Infallible;
@@ -111,8 +112,12 @@ pub struct LineageNodeInfo {
     pub tau: Weight,
     /// The entry's fallback.
     pub fallback: Fallback,
-    /// The writer's trust class.
+    /// The writer's trust class at the entry's log index (`EXTERNAL` once a distrust record
+    /// names the writer).
     pub writer_class: TrustClass,
+    /// The store's label rule, which bounds the entry's own rule from below
+    /// ([`crate::rule::bounded_label`]); `None` when the entry's rule alone applies.
+    pub store_rule: Option<LabelRule>,
 }
 
 /// Read access to the lineage DAG; the store implements it over its log.
@@ -281,7 +286,15 @@ fn analyse<S: LineageSource>(src: &S, info: &LineageNodeInfo) -> Result<Analysis
             weight: p.weight,
         })
         .collect();
-    let decision = compute_label(info.writer_class, &edges, info.tau, info.fallback);
+    let decision = match info.store_rule {
+        Some(store) => bounded_label(
+            info.writer_class,
+            &edges,
+            LabelRule::new(info.tau, info.fallback),
+            store,
+        ),
+        None => compute_label(info.writer_class, &edges, info.tau, info.fallback),
+    };
     let cause = match decision.cause {
         LabelCause::StrongParent(i) | LabelCause::StrictWeakUntrusted(i)
             if parents.get(i).is_some_and(|p| p.label.is_untrusted()) =>

@@ -105,6 +105,7 @@ impl Builder {
             tau: self.tau,
             fallback: self.fallback,
             writer_class: class,
+            store_rule: None,
         });
         effective
     }
@@ -284,6 +285,7 @@ fn distrust_ends_the_path_and_is_explained() {
         tau: w(5000),
         fallback: Fallback::Strict,
         writer_class: Tr,
+        store_rule: None,
     });
     assert_eq!(taint_path(&b.g, &id(3)).unwrap(), ids(&[3, 2, 1]));
     let e = explain(&b.g, &id(3)).unwrap();
@@ -432,6 +434,7 @@ fn info(n: u32, label: TrustLabel, class: TrustClass, parents: Vec<Parent>) -> L
         tau: w(5000),
         fallback: Fallback::Strict,
         writer_class: class,
+        store_rule: None,
     }
 }
 

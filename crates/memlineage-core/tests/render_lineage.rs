@@ -67,6 +67,7 @@ fn add(
         tau: w(5000),
         fallback: Fallback::Strict,
         writer_class: class,
+        store_rule: None,
     });
 }
 

@@ -18,6 +18,8 @@ common::both_stores!(
     trusted_call_is_allowed,
     trusted_cover_is_denied_by_value_provenance_from_the_store,
     a_trusted_value_survives_a_chain_of_summaries,
+    forgotten_ancestors_are_examined_not_assumed_untrusted,
+    a_distrusted_writers_later_entries_explain_their_taint,
 );
 
 const POLICY: &str = r#"
@@ -248,4 +250,118 @@ fn a_trusted_value_survives_a_chain_of_summaries<S: Store>(store: fn() -> S) {
         "{}",
         out.decision.summary
     );
+}
+
+/// Forgetting an ancestor does not make its descendants' values untrusted: a forgotten trusted
+/// note (kept or erased) neither taints nor vouches, while a forgotten, erased untrusted page
+/// still counts as a carrier (it may have held the value).
+fn forgotten_ancestors_are_examined_not_assumed_untrusted<S: Store>(store: fn() -> S) {
+    let mem = setup_with(store());
+    let policy = Policy::parse(POLICY).unwrap();
+    let call = ToolCall::from_openai_json(
+        r#"{"name":"send_money","arguments":{"recipient":"GB29NWBK60161331926819"}}"#,
+    )
+    .unwrap();
+    for (writer, kind, erase, allowed) in [
+        ("user", EntryKind::UserInput, false, true),
+        ("user", EntryKind::UserInput, true, true),
+        ("web", EntryKind::ToolOutput, true, false),
+    ] {
+        let source = mem
+            .write(WriteRequest::new(
+                writer,
+                kind,
+                "The landlord's IBAN is GB29 NWBK 6016 1331 9268 19.",
+            ))
+            .unwrap();
+        let summary = mem
+            .write(derived(
+                "agent",
+                "Rent goes to GB29NWBK60161331926819.",
+                &[(source.id, "0.3")],
+            ))
+            .unwrap();
+        mem.forget("operator", &source.id, erase, "test").unwrap();
+        let request = mem
+            .write(WriteRequest::new(
+                "user",
+                EntryKind::UserInput,
+                "Pay the rent.",
+            ))
+            .unwrap();
+        let out = mem
+            .gate(
+                &policy,
+                &GateRequest::new(call.clone(), vec![request.id, summary.id], "agent"),
+            )
+            .unwrap();
+        assert_eq!(
+            out.decision.decision == Decision::Allow,
+            allowed,
+            "{writer} erase={erase}: {}",
+            out.decision.summary
+        );
+        if !allowed {
+            let r = out
+                .decision
+                .reasons
+                .iter()
+                .find(|r| r.param == "recipient")
+                .unwrap();
+            assert_eq!(r.taint_path.get(1), Some(&source.id), "{r:?}");
+        }
+    }
+}
+
+/// After `distrust --principal`, the writer's later entries are EXTERNAL; the lineage
+/// explanation and the gate's taint path say so (the writer's class as of the entry's index).
+fn a_distrusted_writers_later_entries_explain_their_taint<S: Store>(store: fn() -> S) {
+    let mem = setup_with(store());
+    mem.distrust(
+        "operator",
+        memlineage_core::records::DistrustTarget::Principal("agent".into()),
+        "compromised",
+    )
+    .unwrap();
+    let note = mem
+        .write(WriteRequest::new(
+            "agent",
+            EntryKind::Observation,
+            "Pay the rent to UK12 3456 7890 1234 5678 90.",
+        ))
+        .unwrap();
+    assert_eq!(note.label, TrustLabel::External);
+    let why = mem.explain(&note.id).unwrap();
+    assert_eq!(why.path, vec![note.id], "{}", why.text);
+    assert!(
+        why.text.contains("an external principal") && !why.text.contains("disagree"),
+        "{}",
+        why.text
+    );
+    let request = mem
+        .write(WriteRequest::new(
+            "user",
+            EntryKind::UserInput,
+            "Pay the rent.",
+        ))
+        .unwrap();
+    let policy = Policy::parse(POLICY).unwrap();
+    let call = ToolCall::from_openai_json(
+        r#"{"name":"send_money","arguments":{"recipient":"UK12345678901234567890"}}"#,
+    )
+    .unwrap();
+    let out = mem
+        .gate(
+            &policy,
+            &GateRequest::new(call, vec![request.id, note.id], "agent"),
+        )
+        .unwrap();
+    assert_eq!(out.decision.decision, Decision::Deny);
+    let r = out
+        .decision
+        .reasons
+        .iter()
+        .find(|r| r.param == "recipient")
+        .unwrap();
+    assert_eq!(r.taint_path, vec![note.id], "{}", r.message);
 }

@@ -255,31 +255,11 @@ fn entries_table(rows: &[(&str, &Written)]) -> String {
 }
 
 fn decision_text(d: &GateDecision, record: &Written) -> String {
-    let mut t = format!("  decision: {} — {}\n", d.decision.as_str(), d.summary);
-    for r in &d.reasons {
-        t.push_str(&format!("    {}: {}\n", r.param, r.message));
-    }
-    for r in &d.repairs {
-        t.push_str(&format!(
-            "    repaired {}: {} -> {} (from entry {}, {})\n",
-            r.param,
-            r.old,
-            r.new,
-            r.source.short(),
-            r.source_label
-        ));
-    }
-    if d.decision == Decision::Repair {
-        t.push_str(&format!(
-            "    arguments to dispatch: {}\n",
-            Value::Object(d.arguments.clone())
-        ));
-    }
-    t.push_str(&format!(
-        "    decision logged as signed entry {}\n",
-        record.id.short()
-    ));
-    t
+    format!(
+        "  {}\n{}",
+        d.summary,
+        indent(&super::gate::decision_text(d, &record.id))
+    )
 }
 
 fn path_text(mem: &Mem, path: &[EntryId]) -> Result<String, CliError> {

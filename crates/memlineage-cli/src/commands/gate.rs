@@ -8,8 +8,9 @@ use clap::Args;
 use memlineage::GateRequest;
 use memlineage::attribution::Algorithm;
 use memlineage::store::StoreRead;
+use memlineage_core::EntryId;
 use memlineage_core::entry::Scope;
-use memlineage_core::gate::{Decision, Mode, Policy, ToolCall};
+use memlineage_core::gate::{Decision, GateDecision, Mode, Policy, ToolCall};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -117,26 +118,7 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let d = &out.decision;
     let mut json = serde_json::to_value(d).map_err(|e| CliError::failed(e.to_string()))?;
     json["record"] = serde_json::json!(out.record.id.to_hex());
-    let mut text = format!("decision: {}\n", d.decision.as_str());
-    for r in &d.reasons {
-        text.push_str(&format!("  {}: {}\n", r.param, r.message));
-    }
-    for r in &d.repairs {
-        text.push_str(&format!(
-            "  repaired {}: {} -> {} (from entry {})\n",
-            r.param,
-            r.old,
-            r.new,
-            r.source.short()
-        ));
-    }
-    if d.decision == Decision::Repair {
-        text.push_str(&format!(
-            "  arguments to dispatch: {}\n",
-            serde_json::Value::Object(d.arguments.clone())
-        ));
-    }
-    text.push_str(&format!("  logged as {}\n", out.record.id));
+    let text = decision_text(d, &out.record.id);
     let denied = d.decision == Decision::Deny && policy.mode == Mode::Enforce;
     Ok(Outcome {
         json,
@@ -150,4 +132,32 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
 /// 1 always means the store could not be used.
 fn as_bad_input(e: CliError) -> CliError {
     CliError::usage(e.message)
+}
+
+/// The text form of a decision: the verdict, one line per checked parameter, the repairs, the
+/// arguments to dispatch (for a repair) and the id of the signed decision record. `demo` prints
+/// decisions the same way.
+pub fn decision_text(d: &GateDecision, record: &EntryId) -> String {
+    let mut text = format!("decision: {}\n", d.decision.as_str());
+    for r in &d.reasons {
+        text.push_str(&format!("  {}: {}\n", r.param, r.message));
+    }
+    for r in &d.repairs {
+        text.push_str(&format!(
+            "  repaired {}: {} -> {} (from entry {}, {})\n",
+            r.param,
+            r.old,
+            r.new,
+            r.source.short(),
+            r.source_label
+        ));
+    }
+    if d.decision == Decision::Repair {
+        text.push_str(&format!(
+            "  arguments to dispatch: {}\n",
+            serde_json::Value::Object(d.arguments.clone())
+        ));
+    }
+    text.push_str(&format!("  logged as {record}\n"));
+    text
 }

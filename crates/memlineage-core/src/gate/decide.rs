@@ -16,10 +16,12 @@ use serde_json::{Map, Value};
 /// in `docs/gate.md`:
 ///
 /// - a tool the policy does not name is not sensitive: allow;
-/// - each parameter the policy names is traced (citation, else value match, else attribution
-///   above τ) and justified at the least trusted label among its justifying entries; it passes
-///   when that label is at or below `require`, or when nothing justifies it and the policy
-///   allows unjustified values; a parameter absent from the call (or `null`) is not checked;
+/// - each parameter the policy names is traced (citation, else value match, else attribution,
+///   the call judged as a derived entry under τ and the fallback); each carrier counts at its
+///   value label (value provenance), and the most trusted carrier (`carriers = "any"`) or the
+///   least trusted one (`"all"`) decides; it passes when that label is at or below `require`,
+///   or when nothing justifies it and the policy allows unjustified values; a parameter absent
+///   from the call (or `null`) is not checked;
 /// - all pass: allow; else, without repair: deny; with repair: every failing parameter must
 ///   get exactly one distinct trusted candidate value, and the repaired call must pass.
 pub fn decide(policy: &Policy, input: &GateInput<'_>) -> Result<GateDecision, GateError> {

@@ -85,7 +85,8 @@ pub struct GateInput<'a> {
     /// Explicit citations: parameter → entry ids, which must be in `context`.
     pub citations: &'a BTreeMap<String, Vec<EntryId>>,
     /// Attribution weights the caller computed per parameter: entry ids (in `context`) and
-    /// weights; entries with weight strictly above `tau` justify the parameter.
+    /// weights. The call is judged as a derived entry of them: edges strictly above `tau` are
+    /// strong, and under the strict `fallback` weak untrusted edges still taint.
     pub attribution: &'a BTreeMap<String, Vec<(EntryId, Weight)>>,
     /// The attribution threshold τ.
     pub tau: Weight,
@@ -222,7 +223,7 @@ pub enum Via {
     Citation,
     /// Normalised value matching against the entries' content.
     ValueMatch,
-    /// Attribution weight above τ.
+    /// Attribution weights (the call judged as a derived entry).
     Attribution,
     /// Nothing justifies it.
     None,

@@ -13,7 +13,9 @@ use crate::hash::EntryId;
 /// The typed values of every entry of one context, in context order.
 #[derive(Clone, Debug, Default)]
 pub struct PreparedContext {
-    ids: Vec<EntryId>,
+    /// Each entry's id and content length (`None` when erased): a context whose entry was
+    /// erased or changed since is not this one.
+    ids: Vec<(EntryId, Option<usize>)>,
     index: Vec<Option<ValueIndex>>,
 }
 
@@ -21,7 +23,7 @@ impl PreparedContext {
     /// Extracts the values of every entry of `context` (an erased entry has none).
     pub fn new(context: &[ContextEntry]) -> PreparedContext {
         PreparedContext {
-            ids: context.iter().map(|e| e.id).collect(),
+            ids: context.iter().map(fingerprint).collect(),
             index: context
                 .iter()
                 .map(|e| e.content.as_deref().map(ValueIndex::new))
@@ -29,9 +31,15 @@ impl PreparedContext {
         }
     }
 
-    /// Whether this was prepared from exactly `context` (same entries, same order).
+    /// Whether this was prepared from exactly `context` (same entries, same order, same
+    /// content presence and length).
     pub(crate) fn matches(&self, context: &[ContextEntry]) -> bool {
-        self.ids.len() == context.len() && self.ids.iter().zip(context).all(|(a, e)| *a == e.id)
+        self.ids.len() == context.len()
+            && self
+                .ids
+                .iter()
+                .zip(context)
+                .all(|(a, e)| *a == fingerprint(e))
     }
 
     /// Whether the entry at position `i` carries some reading of `pv`; `None` when the type
@@ -42,4 +50,8 @@ impl PreparedContext {
             Some(ix) => ix.any_occurs(kind, pv),
         }
     }
+}
+
+fn fingerprint(e: &ContextEntry) -> (EntryId, Option<usize>) {
+    (e.id, e.content.as_ref().map(String::len))
 }

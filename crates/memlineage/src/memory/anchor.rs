@@ -53,7 +53,7 @@ impl<'m, S: Store> Anchor<'m, S> {
                 plans.push((index, plan, start));
             }
         }
-        let hashes = match mem.store.nodes(&ids) {
+        let hashes = match mem.nodes_exact(&ids) {
             Ok(mut hashes) => {
                 check_checkpoint_root(checkpoint, merkle::root_from_nodes(&hashes[..roots]))?;
                 hashes.drain(..roots);

@@ -30,7 +30,7 @@ impl<S: Store> Memory<S> {
         change: RegistryChange,
     ) -> Result<Written, Error> {
         let req = WriteRequest::new(signer, EntryKind::Registry, change.to_content());
-        // Registry records are signed directly (not through `prepare`, whose registry checks
+        // Registry records are signed directly (not through `draft`, whose registry checks
         // assume a registered writer): the guard verifies them inside the transaction.
         let key = self.keys.get(signer)?;
         let content = req.content;

@@ -101,7 +101,15 @@ impl<S: Store> Memory<S> {
             }
             None => Vec::new(),
         };
-        let ancestry = self.ancestry(context.iter().chain(&pool), parents)?;
+        // Value provenance needs the ancestry only for a sensitive tool under
+        // `provenance = "value"`; otherwise it is never read.
+        let ancestry = if policy.is_sensitive(&req.call.name)
+            && policy.provenance == gate::Provenance::Value
+        {
+            self.ancestry(context.iter().chain(&pool), parents)?
+        } else {
+            Ancestry::new()
+        };
         let mut input = GateInput::new(&req.call, &context, self.settings.tau)
             .with_citations(&req.citations)
             .with_attribution(&req.attribution)
@@ -195,47 +203,47 @@ impl<S: Store> Memory<S> {
     }
 
     /// The lineage behind `entries` for value provenance: every entry with parents, and every
-    /// ancestor reachable through any edge, read through verified retrieval, breadth first, at
-    /// most [`MAX_ANCESTRY`] of them. Ancestors that fail verification, are forgotten, or lie
+    /// ancestor reachable through any edge, breadth first, at most [`MAX_ANCESTRY`] of them,
+    /// verified like retrieval results (forgotten ancestors included, without their content
+    /// when it was erased). Ancestors that fail verification, are missing from the log, or lie
     /// beyond the bound are left out, so the gate counts them as untrusted carriers.
     fn ancestry<'e>(
         &self,
         entries: impl Iterator<Item = &'e ContextEntry>,
         parents: ParentLists,
     ) -> Result<Ancestry, Error> {
-        let mut by_id: BTreeMap<EntryId, ContextEntry> =
-            entries.map(|e| (e.id, e.clone())).collect();
+        let by_id: BTreeMap<EntryId, &ContextEntry> = entries.map(|e| (e.id, e)).collect();
         let mut anc = Ancestry::new();
         let mut frontier: Vec<EntryId> = Vec::new();
         for (id, ps) in parents {
             if ps.is_empty() || anc.contains_key(&id) {
                 continue;
             }
-            let Some(entry) = by_id.get(&id).cloned() else {
+            let Some(entry) = by_id.get(&id) else {
                 continue;
             };
             frontier.extend(ps.iter().copied());
-            anc.insert(id, AncestryNode { entry, parents: ps });
+            anc.insert(
+                id,
+                AncestryNode {
+                    entry: (*entry).clone(),
+                    parents: ps,
+                },
+            );
         }
         let mut seen: std::collections::BTreeSet<EntryId> = anc.keys().copied().collect();
         while !frontier.is_empty() && anc.len() < MAX_ANCESTRY {
-            let mut wanted: Vec<EntryId> = Vec::new();
-            for id in frontier.drain(..) {
-                // A parent missing from the log (a damaged store) stays unknown: fail closed.
-                if seen.insert(id) && self.store.entry_by_id(&id)?.is_some() {
-                    wanted.push(id);
-                }
-            }
+            let mut wanted: Vec<EntryId> =
+                frontier.drain(..).filter(|id| seen.insert(*id)).collect();
             wanted.truncate(MAX_ANCESTRY.saturating_sub(anc.len()));
             if wanted.is_empty() {
                 break;
             }
-            let r = self.recall(&wanted)?;
+            let r = self.recall_lineage(&wanted)?;
             for v in &r.entries {
                 let entry = self.context_entry(v)?;
                 let ps: Vec<EntryId> = v.entry.body().parents.iter().map(|p| p.id).collect();
                 frontier.extend(ps.iter().copied());
-                by_id.insert(entry.id, entry.clone());
                 anc.insert(entry.id, AncestryNode { entry, parents: ps });
             }
         }

@@ -5,7 +5,7 @@ use super::{EntryView, Memory};
 use crate::error::Error;
 use crate::store::Store;
 use memlineage_core::EntryId;
-use memlineage_core::label::{TrustClass, TrustLabel, Weight};
+use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::lineage::{
     self, Explanation, LineageGraph, LineageNode, LineageNodeInfo, LineageSource,
 };
@@ -24,6 +24,7 @@ pub enum Direction {
 pub(crate) struct StoreLineage<'a, S: Store> {
     mem: &'a Memory<S>,
     registry: Registry,
+    distrust: super::distrusted::DistrustLog,
 }
 
 impl<S: Store> LineageSource for StoreLineage<'_, S> {
@@ -51,9 +52,9 @@ impl<S: Store> LineageSource for StoreLineage<'_, S> {
             tau: body.tau,
             fallback: body.fallback,
             writer_class: self
-                .registry
-                .get(&body.writer)
-                .map_or(TrustClass::External, |p| p.class),
+                .distrust
+                .class_at(&self.registry, &body.writer, view.index),
+            store_rule: Some(self.mem.store_rule()),
         }))
     }
 
@@ -64,9 +65,11 @@ impl<S: Store> LineageSource for StoreLineage<'_, S> {
 
 impl<S: Store> Memory<S> {
     pub(crate) fn lineage_source(&self) -> Result<StoreLineage<'_, S>, Error> {
+        let (registry, distrust) = self.refresh_registry_and_distrust()?;
         Ok(StoreLineage {
             mem: self,
-            registry: self.refresh_registry()?,
+            registry,
+            distrust,
         })
     }
 

@@ -106,7 +106,7 @@ impl<S: Store> Memory<S> {
     /// The root of the tree of the first `size` leaves, from O(log n) stored nodes.
     pub fn root_at(&self, size: u64) -> Result<Hash256, Error> {
         let nodes = merkle::root_nodes(size);
-        Ok(merkle::root_from_nodes(&self.store.nodes(&nodes)?))
+        Ok(merkle::root_from_nodes(&self.nodes_exact(&nodes)?))
     }
 
     /// An inclusion proof for `id` in the tree of `size` leaves (default: the current size),
@@ -144,7 +144,7 @@ impl<S: Store> Memory<S> {
     ) -> Result<InclusionProof, Error> {
         let plan = merkle::inclusion_plan(index, size)?;
         let roots = merkle::root_nodes(size);
-        let fetched = self.store.nodes(&[plan.nodes(), &roots].concat())?;
+        let fetched = self.nodes_exact(&[plan.nodes(), &roots].concat())?;
         let (path_nodes, root_nodes) = fetched.split_at(plan.nodes().len());
         let path = plan.assemble(path_nodes)?;
         let root = merkle::root_from_nodes(root_nodes);
@@ -156,6 +156,23 @@ impl<S: Store> Memory<S> {
             root: Hash256Hex(root),
             path: path.into_iter().map(Hash256Hex).collect(),
         })
+    }
+
+    /// The stored hashes of `ids`, in order; a store that answers with another number of
+    /// hashes is an integrity error, never a slice out of bounds.
+    pub(crate) fn nodes_exact(
+        &self,
+        ids: &[memlineage_core::merkle::NodeId],
+    ) -> Result<Vec<Hash256>, Error> {
+        let hashes = self.store.nodes(ids)?;
+        if hashes.len() != ids.len() {
+            return Err(Error::Integrity(format!(
+                "the store returned {} Merkle nodes for {} requested",
+                hashes.len(),
+                ids.len()
+            )));
+        }
+        Ok(hashes)
     }
 
     /// A consistency proof between tree sizes `old` and `new`, with both roots. The proof is
@@ -174,9 +191,7 @@ impl<S: Store> Memory<S> {
         }
         let plan = merkle::consistency_plan(old, new)?;
         let (old_nodes, new_nodes) = (merkle::root_nodes(old), merkle::root_nodes(new));
-        let fetched = self
-            .store
-            .nodes(&[plan.nodes(), &old_nodes, &new_nodes].concat())?;
+        let fetched = self.nodes_exact(&[plan.nodes(), &old_nodes, &new_nodes].concat())?;
         let (proof_nodes, rest) = fetched.split_at(plan.nodes().len());
         let (old_fetched, new_fetched) = rest.split_at(old_nodes.len());
         let proof = plan.assemble(proof_nodes)?;

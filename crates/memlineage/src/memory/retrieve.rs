@@ -59,6 +59,15 @@ pub struct Retrieval {
     pub checkpoint: Option<Checkpoint>,
 }
 
+/// Whether a retrieval returns forgotten entries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Forgotten {
+    /// Never (prompts).
+    Skip,
+    /// Yes, verified like the others (lineage examination).
+    Include,
+}
+
 impl Retrieval {
     /// The rendered entries (for the JSON rendering).
     pub fn rendered_entries(&self) -> Vec<RenderedEntry> {
@@ -100,7 +109,7 @@ impl<S: Store> Memory<S> {
                 }),
             }
         }
-        self.verify_for_prompt(candidates, dropped, Some(scope))
+        self.verify_for_prompt(candidates, dropped, Some(scope), Forgotten::Skip)
     }
 
     /// Verifies and renders the given entries, in the order given (the active context of a
@@ -110,7 +119,21 @@ impl<S: Store> Memory<S> {
         for id in ids {
             candidates.push(self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?);
         }
-        self.verify_for_prompt(candidates, Vec::new(), None)
+        self.verify_for_prompt(candidates, Vec::new(), None, Forgotten::Skip)
+    }
+
+    /// Verifies the given entries like [`Memory::recall`], *including* forgotten ones (their
+    /// content is absent when it was erased): for the gate's value provenance, which must
+    /// examine every ancestor of a context entry but never renders one into a prompt. Entries
+    /// missing from the log are left out.
+    pub(crate) fn recall_lineage(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
+        let mut candidates = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(stored) = self.store.entry_by_id(id)? {
+                candidates.push(stored);
+            }
+        }
+        self.verify_for_prompt(candidates, Vec::new(), None, Forgotten::Include)
     }
 
     fn verify_for_prompt(
@@ -118,6 +141,7 @@ impl<S: Store> Memory<S> {
         candidates: Vec<crate::store::StoredEntry>,
         mut dropped: Vec<Dropped>,
         scope: Option<&Scope>,
+        forgotten: Forgotten,
     ) -> Result<Retrieval, Error> {
         let (registry, distrust) = self.refresh_registry_and_distrust()?;
         let store_rule = self.store_rule();
@@ -144,7 +168,7 @@ impl<S: Store> Memory<S> {
         }
         let live = candidates
             .iter()
-            .filter(|c| c.forgotten_by.is_none())
+            .filter(|c| forgotten == Forgotten::Include || c.forgotten_by.is_none())
             .map(|c| c.index);
         let anchor = match &checkpoint {
             Some(cp) => Some(Anchor::new(self, cp, live)?),
@@ -157,7 +181,8 @@ impl<S: Store> Memory<S> {
         for stored in candidates {
             let (id, index) = (stored.id, stored.index);
             let mut drop = |reason: String| dropped.push(Dropped { id, index, reason });
-            if stored.forgotten_by.is_some() {
+            let was_forgotten = stored.forgotten_by.is_some();
+            if was_forgotten && forgotten == Forgotten::Skip {
                 continue;
             }
             let leaf_hash = merkle::leaf_hash(&stored.leaf);
@@ -188,6 +213,8 @@ impl<S: Store> Memory<S> {
             }
             match &view.content {
                 Some(c) if Hash256::of(c) == body.content_hash => {}
+                // Erased by its tombstone: the signed hash stays, the bytes are gone.
+                None if was_forgotten => {}
                 _ => {
                     drop("content does not match its signed hash".into());
                     continue;

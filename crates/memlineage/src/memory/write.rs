@@ -134,6 +134,15 @@ impl<S: Store> Memory<S> {
             match self.write_batch_once(reqs, &previous)? {
                 Ok(written) => return Ok(written),
                 Err((stale, records)) => {
+                    // Drafting sees only distrust records already committed, so a label made
+                    // stale by a distrust record of this very batch would be stale again on
+                    // every attempt: fail at once (the error says to write it again, apart).
+                    let distrusts_itself = records
+                        .iter()
+                        .any(|r| r.entry.body().kind == EntryKind::Distrust);
+                    if distrusts_itself {
+                        return Err(stale);
+                    }
                     if attempt >= RELABEL_ATTEMPTS {
                         return Err(stale);
                     }

@@ -257,30 +257,7 @@ impl StoreRead for Reader<'_> {
     }
 
     fn registry_records(&self, from: u64) -> Result<Vec<RegistryRecord>, Error> {
-        let mut stmt = self.0.prepare_cached(
-            "SELECT e.idx, e.leaf, c.bytes FROM entries e LEFT JOIN content c ON c.idx = e.idx \
-             WHERE e.kind = 'registry' AND e.idx >= ?1 ORDER BY e.idx",
-        )?;
-        let rows = stmt.query_map([to_i64(from)?], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, Vec<u8>>(1)?,
-                r.get::<_, Option<Vec<u8>>>(2)?,
-            ))
-        })?;
-        rows.map(|r| {
-            let (i, leaf, content) = r?;
-            let i = u64::try_from(i).map_err(|_| Error::Integrity("negative index".into()))?;
-            let content = content.ok_or_else(|| {
-                Error::Integrity(format!("registry record at index {i} has no content"))
-            })?;
-            Ok(RegistryRecord {
-                index: i,
-                leaf,
-                content,
-            })
-        })
-        .collect()
+        self.control_records(EntryKind::Registry, from)
     }
 
     fn latest_checkpoint(&self) -> Result<Option<String>, Error> {

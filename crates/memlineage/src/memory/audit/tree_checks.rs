@@ -74,9 +74,10 @@ impl<S: Store> Memory<S> {
             return Ok(());
         }
         let ids: Vec<NodeId> = completed.iter().map(|(n, _)| *n).collect();
-        let stored: Vec<Option<Hash256>> = match self.store.nodes(&ids) {
+        let stored: Vec<Option<Hash256>> = match self.nodes_exact(&ids) {
             Ok(hashes) => hashes.into_iter().map(Some).collect(),
-            // Some node is missing or malformed: fetch one by one to name it.
+            // Some node is missing or malformed (or the store answered with the wrong number
+            // of nodes): fetch one by one to name it.
             Err(_) => ids
                 .iter()
                 .map(|n| {
