@@ -226,30 +226,13 @@ fn a_trusted_value_survives_a_chain_of_summaries<S: Store>(store: fn() -> S) {
             .unwrap()
             .id;
     }
-    let request = mem
-        .write(WriteRequest::new(
-            "user",
-            EntryKind::UserInput,
-            "Pay this month's rent.",
-        ))
-        .unwrap();
-    let policy = Policy::parse(POLICY).unwrap();
-    let call = ToolCall::from_openai_json(
-        r#"{"name":"send_money","arguments":{"recipient":"GB29NWBK60161331926819"}}"#,
-    )
-    .unwrap();
-    let out = mem
-        .gate(
-            &policy,
-            &GateRequest::new(call, vec![request.id, tip], "agent"),
-        )
-        .unwrap();
-    assert_eq!(
-        out.decision.decision,
-        Decision::Allow,
-        "{}",
-        out.decision.summary
+    let (decision, _) = pay_from(
+        &mem,
+        "Pay this month's rent.",
+        "GB29NWBK60161331926819",
+        tip,
     );
+    assert_eq!(decision.decision, Decision::Allow, "{}", decision.summary);
 }
 
 /// Forgetting an ancestor does not make its descendants' values untrusted: a forgotten trusted
@@ -257,11 +240,6 @@ fn a_trusted_value_survives_a_chain_of_summaries<S: Store>(store: fn() -> S) {
 /// still counts as a carrier (it may have held the value).
 fn forgotten_ancestors_are_examined_not_assumed_untrusted<S: Store>(store: fn() -> S) {
     let mem = setup_with(store());
-    let policy = Policy::parse(POLICY).unwrap();
-    let call = ToolCall::from_openai_json(
-        r#"{"name":"send_money","arguments":{"recipient":"GB29NWBK60161331926819"}}"#,
-    )
-    .unwrap();
     for (writer, kind, erase, allowed) in [
         ("user", EntryKind::UserInput, false, true),
         ("user", EntryKind::UserInput, true, true),
@@ -282,32 +260,14 @@ fn forgotten_ancestors_are_examined_not_assumed_untrusted<S: Store>(store: fn() 
             ))
             .unwrap();
         mem.forget("operator", &source.id, erase, "test").unwrap();
-        let request = mem
-            .write(WriteRequest::new(
-                "user",
-                EntryKind::UserInput,
-                "Pay the rent.",
-            ))
-            .unwrap();
-        let out = mem
-            .gate(
-                &policy,
-                &GateRequest::new(call.clone(), vec![request.id, summary.id], "agent"),
-            )
-            .unwrap();
+        let (decision, r) = pay_from(&mem, "Pay the rent.", "GB29NWBK60161331926819", summary.id);
         assert_eq!(
-            out.decision.decision == Decision::Allow,
+            decision.decision == Decision::Allow,
             allowed,
             "{writer} erase={erase}: {}",
-            out.decision.summary
+            decision.summary
         );
         if !allowed {
-            let r = out
-                .decision
-                .reasons
-                .iter()
-                .find(|r| r.param == "recipient")
-                .unwrap();
             assert_eq!(r.taint_path.get(1), Some(&source.id), "{r:?}");
         }
     }
@@ -338,30 +298,42 @@ fn a_distrusted_writers_later_entries_explain_their_taint<S: Store>(store: fn() 
         "{}",
         why.text
     );
+    let (decision, r) = pay_from(&mem, "Pay the rent.", "UK12345678901234567890", note.id);
+    assert_eq!(decision.decision, Decision::Deny);
+    assert_eq!(r.taint_path, vec![note.id], "{}", r.message);
+}
+
+/// The user asks to pay (`ask`), the model proposes `send_money(recipient)` from `memory`: the
+/// gate's decision under [`POLICY`] and the recipient's reason.
+fn pay_from<S: Store>(
+    mem: &memlineage::Memory<S>,
+    ask: &str,
+    recipient: &str,
+    memory: memlineage_core::EntryId,
+) -> (
+    memlineage_core::gate::GateDecision,
+    memlineage_core::gate::ParamReason,
+) {
     let request = mem
-        .write(WriteRequest::new(
-            "user",
-            EntryKind::UserInput,
-            "Pay the rent.",
-        ))
+        .write(WriteRequest::new("user", EntryKind::UserInput, ask))
         .unwrap();
     let policy = Policy::parse(POLICY).unwrap();
-    let call = ToolCall::from_openai_json(
-        r#"{"name":"send_money","arguments":{"recipient":"UK12345678901234567890"}}"#,
-    )
+    let call = ToolCall::from_openai_json(&format!(
+        r#"{{"name":"send_money","arguments":{{"recipient":"{recipient}"}}}}"#
+    ))
     .unwrap();
     let out = mem
         .gate(
             &policy,
-            &GateRequest::new(call, vec![request.id, note.id], "agent"),
+            &GateRequest::new(call, vec![request.id, memory], "agent"),
         )
         .unwrap();
-    assert_eq!(out.decision.decision, Decision::Deny);
-    let r = out
+    let reason = out
         .decision
         .reasons
         .iter()
         .find(|r| r.param == "recipient")
-        .unwrap();
-    assert_eq!(r.taint_path, vec![note.id], "{}", r.message);
+        .unwrap()
+        .clone();
+    (out.decision, reason)
 }

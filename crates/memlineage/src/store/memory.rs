@@ -93,6 +93,21 @@ fn to_usize(n: u64) -> Result<usize, Error> {
 }
 
 impl State {
+    /// The rows `start..start + limit` that exist, with their indices.
+    fn row_range(
+        &self,
+        start: u64,
+        limit: u64,
+    ) -> Result<impl Iterator<Item = (&Row, u64)>, Error> {
+        let end = start.saturating_add(limit).min(self.rows.len() as u64);
+        let rows = if start >= end {
+            &self.rows[..0]
+        } else {
+            &self.rows[to_usize(start)?..to_usize(end)?]
+        };
+        Ok(rows.iter().zip(start..))
+    }
+
     fn stored(&self, index: u64, row: &Row) -> StoredEntry {
         StoredEntry {
             index,
@@ -141,15 +156,8 @@ impl StoreRead for State {
     }
 
     fn entries(&self, start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error> {
-        let len = self.rows.len() as u64;
-        let end = start.saturating_add(limit).min(len);
-        if start >= end {
-            return Ok(Vec::new());
-        }
-        let rows = &self.rows[to_usize(start)?..to_usize(end)?];
-        Ok(rows
-            .iter()
-            .zip(start..)
+        Ok(self
+            .row_range(start, limit)?
             .map(|(row, i)| self.stored(i, row))
             .collect())
     }
@@ -194,15 +202,8 @@ impl StoreRead for State {
     }
 
     fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error> {
-        let len = self.rows.len() as u64;
-        let end = start.saturating_add(limit).min(len);
-        if start >= end {
-            return Ok(Vec::new());
-        }
-        let rows = &self.rows[to_usize(start)?..to_usize(end)?];
-        Ok(rows
-            .iter()
-            .zip(start..)
+        Ok(self
+            .row_range(start, limit)?
             .map(|(row, index)| IndexRow {
                 index,
                 scope: row.scope.clone(),
