@@ -7,7 +7,6 @@ use memlineage_bench::fixtures::{
     gate_scenario, principal_key, signed_entries, tau, typical_body, typical_edges,
 };
 use memlineage_core::Hash256;
-use memlineage_core::canonical;
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::gate::{GateInput, decide};
 use memlineage_core::keys::{self, BatchItem, Domain};
@@ -21,7 +20,7 @@ fn primitives(c: &mut Criterion) {
     let key = principal_key(1, "agent");
     let pk = key.verifying_key();
     let body = typical_body(1, 0);
-    let bytes = canonical::encode(&body.to_value()).expect("encodes");
+    let bytes = body.canonical_bytes();
     let msg = Domain::EntryV1.message(&bytes);
     let sig = key.sign(&msg);
     c.bench_function("raw_sign", |b| b.iter(|| key.sign(black_box(&msg))));
@@ -33,7 +32,7 @@ fn primitives(c: &mut Criterion) {
         b.iter(|| merkle::node_hash(black_box(&l), black_box(&r)))
     });
     c.bench_function("encode_body", |b| {
-        b.iter(|| canonical::encode(&black_box(&body).to_value()).is_ok())
+        b.iter(|| black_box(&body).canonical_bytes())
     });
     let leaf = SignedEntry::sign(body.clone(), &key)
         .expect("signs")

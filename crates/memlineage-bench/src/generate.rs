@@ -18,10 +18,10 @@ use ed25519_dalek::SigningKey;
 use memlineage::store::{NewRecord, Store, StoreRead};
 use memlineage::{Memory, Settings, SqliteStore, StepClock};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
+use memlineage_core::keys;
 use memlineage_core::label::TrustLabel;
 use memlineage_core::trust::{ParentEdge, compute_label};
 use memlineage_core::{EntryId, Hash256};
-use memlineage_core::{canonical, keys};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -153,9 +153,7 @@ pub fn generate_store(
             };
             // The id now (the hash of the canonical body), so that later entries of the same
             // batch can name this one as a parent.
-            let id = EntryId(Hash256::of(
-                &canonical::encode(&body.to_value()).map_err(BenchError::core)?,
-            ));
+            let id = EntryId(Hash256::of(&body.canonical_bytes()));
             let item = (id, body.label);
             if pool.len() < PARENT_WINDOW {
                 pool.push(item);

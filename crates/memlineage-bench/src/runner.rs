@@ -13,7 +13,6 @@ use crate::write_path::MemWrite;
 use ed25519_dalek::Signer;
 use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
-use memlineage_core::canonical;
 use memlineage_core::entry::{Scope, SignedEntry};
 use memlineage_core::gate::{GateInput, PreparedContext, decide};
 use memlineage_core::keys::{self, BatchItem, Domain};
@@ -415,7 +414,7 @@ pub fn run(
     let seed = opts.seed;
     let agent = principal_key(seed, "agent");
     let body = typical_body(seed, 0);
-    let body_bytes = canonical::encode(&body.to_value()).map_err(BenchError::core)?;
+    let body_bytes = body.canonical_bytes();
     let msg = Domain::EntryV1.message(&body_bytes);
     let cx = Ctx {
         opts,
@@ -515,7 +514,7 @@ fn step_encode_body(
 ) -> Result<(), BenchError> {
     progress("encode_body");
     let s = measure(&cx.budget, || {
-        black_box(canonical::encode(&black_box(&cx.body).to_value()).is_ok());
+        black_box(black_box(&cx.body).canonical_bytes());
     });
     rows.push(
         spec("encode_body"),

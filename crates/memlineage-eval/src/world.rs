@@ -5,7 +5,6 @@ use crate::error::EvalError;
 use crate::scenario::AgentFile;
 use memlineage::store::{NewRecord, Store};
 use memlineage::{Memory, Settings, SqliteStore, StepClock};
-use memlineage_core::canonical;
 use memlineage_core::entry::{EntryBody, EntryKind, Scope, SignedEntry};
 use memlineage_core::keys::Domain;
 use memlineage_core::label::{Fallback, TrustLabel, Weight};
@@ -130,8 +129,7 @@ pub(crate) fn plant_raw(
         metadata: BTreeMap::new(),
     };
     body.validate()?;
-    let body_bytes = canonical::encode(&body.to_value())
-        .map_err(|e| EvalError::Harness(format!("encoding a planted body: {e}")))?;
+    let body_bytes = body.canonical_bytes();
     let signature = match forgery {
         Forgery::Unsigned => [0u8; 64],
         Forgery::Forged | Forgery::Unregistered => {

@@ -8,6 +8,7 @@
 //!
 //! The byte format is specified in `docs/formats.md`.
 
+mod body_bytes;
 mod codec;
 mod fields;
 /// The strict field reader, shared with the control-record codecs.

@@ -27,7 +27,7 @@ impl SignedEntry {
                 "the key id does not match the signing key",
             ));
         }
-        let body_bytes = canonical::encode(&body.to_value())?;
+        let body_bytes = body.canonical_bytes();
         let signature = keys::sign(key, Domain::EntryV1, &body_bytes);
         let id = EntryId(Hash256::of(&body_bytes));
         Ok(SignedEntry {

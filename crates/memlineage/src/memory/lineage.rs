@@ -23,8 +23,8 @@ pub enum Direction {
 /// The store seen as a lineage DAG, with the registry for writer classes.
 pub(crate) struct StoreLineage<'a, S: Store> {
     mem: &'a Memory<S>,
-    registry: Registry,
-    distrust: super::distrusted::DistrustLog,
+    registry: std::sync::Arc<Registry>,
+    distrust: std::sync::Arc<super::distrusted::DistrustLog>,
 }
 
 impl<S: Store> LineageSource for StoreLineage<'_, S> {

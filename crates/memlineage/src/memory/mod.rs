@@ -33,7 +33,7 @@ use memlineage_core::label::{Fallback, Weight};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::RegistryChange;
 use memlineage_core::rule::LabelRule;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Store-wide settings, fixed at `init` and kept in the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,10 +59,13 @@ impl Settings {
 
 /// The registry as of some log size, refreshed from the store when other writers append, and
 /// the distrust records replayed beside it.
+///
+/// Both are shared with the operation in progress (`Arc`): a write or a retrieval takes a
+/// snapshot without copying them, and a catch-up copies only while such a snapshot is held.
 struct RegistryCache {
-    registry: Registry,
+    registry: Arc<Registry>,
     next: u64,
-    distrust: distrusted::DistrustLog,
+    distrust: Arc<distrusted::DistrustLog>,
 }
 
 /// Signed, lineage-labelled agent memory over a [`Store`].
@@ -153,9 +156,9 @@ impl<S: Store> Memory<S> {
             keys: Keyring::new(),
             settings,
             cache: Mutex::new(RegistryCache {
-                registry: Registry::new(),
+                registry: Arc::new(Registry::new()),
                 next: 0,
-                distrust: distrusted::DistrustLog::default(),
+                distrust: Arc::new(distrusted::DistrustLog::default()),
             }),
             labels: label_cache::LabelCache::default(),
             verified_note: verified_note::VerifiedNote::default(),
@@ -205,17 +208,28 @@ impl<S: Store> Memory<S> {
     fn refresh_registry(&self) -> Result<Registry, Error> {
         let mut guard = self.lock_cache()?;
         let cache = &mut *guard;
-        catch_up(&self.store, &mut cache.registry, &mut cache.next)?;
-        Ok(cache.registry.clone())
+        catch_up(
+            &self.store,
+            Arc::make_mut(&mut cache.registry),
+            &mut cache.next,
+        )?;
+        Ok(Registry::clone(&cache.registry))
     }
 
-    /// The registry and the distrust records, both refreshed from the log.
-    fn refresh_registry_and_distrust(&self) -> Result<(Registry, distrusted::DistrustLog), Error> {
+    /// The registry and the distrust records, both refreshed from the log: snapshots shared
+    /// with the cache, not copies.
+    fn refresh_registry_and_distrust(
+        &self,
+    ) -> Result<(Arc<Registry>, Arc<distrusted::DistrustLog>), Error> {
         let mut guard = self.lock_cache()?;
         let cache = &mut *guard;
-        catch_up(&self.store, &mut cache.registry, &mut cache.next)?;
-        cache.distrust.catch_up(&self.store)?;
-        Ok((cache.registry.clone(), cache.distrust.clone()))
+        catch_up(
+            &self.store,
+            Arc::make_mut(&mut cache.registry),
+            &mut cache.next,
+        )?;
+        Arc::make_mut(&mut cache.distrust).catch_up(&self.store)?;
+        Ok((Arc::clone(&cache.registry), Arc::clone(&cache.distrust)))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::store::NewRecord;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use memlineage_core::entry::{EntryBody, SignedEntry};
-use memlineage_core::{EntryId, Hash256, canonical};
+use memlineage_core::{EntryId, Hash256};
 use std::sync::mpsc;
 
 /// A request turned into an unsigned body, with what signing and storing it needs.
@@ -29,9 +29,7 @@ pub(super) struct Signed {
 impl Draft {
     /// The id the entry will have: SHA-256 of the canonical body (no signature needed).
     pub(super) fn id(&self) -> Result<EntryId, Error> {
-        Ok(EntryId(Hash256::of(&canonical::encode(
-            &self.body.to_value(),
-        )?)))
+        Ok(EntryId(Hash256::of(&self.body.canonical_bytes())))
     }
 
     /// Signs the body and makes the record to append.

@@ -17,6 +17,7 @@ use memlineage_core::trust::ParentEdge;
 use memlineage_core::{EntryId, Hash256, keys};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// What to write. Build with [`WriteRequest::new`] and the `with_*` methods.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -371,7 +372,7 @@ impl<S: Store> Memory<S> {
                 LabelGuard::new(reader, &cache.distrust, labels_seen, recs, store_rule)?;
             // The cached registry is cloned only when it changes: records appended by another
             // writer since it was refreshed, or a registry record in this batch.
-            let mut registry = Cow::Borrowed(&cache.registry);
+            let mut registry = Cow::Borrowed(&*cache.registry);
             let mut next = cache.next;
             if !reader.registry_records(next)?.is_empty() {
                 catch_up(reader, registry.to_mut(), &mut next)?;
@@ -426,11 +427,11 @@ impl<S: Store> Memory<S> {
         };
         let first = self.store.append(records, &mut guard)?;
         if let Some((registry, next)) = new_registry {
-            cache.registry = registry;
+            cache.registry = Arc::new(registry);
             cache.next = next;
         }
         if let Some(distrust) = new_distrust {
-            cache.distrust = distrust;
+            cache.distrust = Arc::new(distrust);
         }
         Ok(records
             .iter()
