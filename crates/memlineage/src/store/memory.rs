@@ -70,23 +70,30 @@ struct Row {
 struct State {
     /// The log, by leaf index.
     rows: Vec<Row>,
-    by_id: HashMap<EntryId, u64>,
+    by_id: FastMap<EntryId, u64>,
     /// Complete Merkle nodes: `nodes[level][index]`, each level dense from index 0.
     nodes: Vec<Vec<Hash256>>,
-    /// Derivation edges parent → (child, weight), sorted by child id.
-    children: HashMap<EntryId, Vec<(EntryId, Weight)>>,
-    by_writer: HashMap<String, Vec<u64>>,
+    /// Derivation edges parent → (child's leaf index, child, weight), in log order: a new
+    /// child is appended at the end (no search, no shifting), and a child is found by its
+    /// index.
+    children: FastMap<EntryId, Vec<(u64, EntryId, Weight)>>,
+    by_writer: FastMap<String, Vec<u64>>,
     /// Leaf indices of control records (registry, tombstone, distrust, gate decision) by
     /// kind, ascending.
-    control: HashMap<EntryKind, Vec<u64>>,
+    control: FastMap<EntryKind, Vec<u64>>,
     /// Forgotten entry → the tombstone that forgot it, and whether it erased the content.
-    forgotten: HashMap<EntryId, (EntryId, bool)>,
+    forgotten: FastMap<EntryId, (EntryId, bool)>,
     /// Effective labels raised by distrust records.
-    effective: HashMap<EntryId, TrustLabel>,
+    effective: FastMap<EntryId, TrustLabel>,
     checkpoints: BTreeMap<u64, String>,
     settings: BTreeMap<String, String>,
     search: SearchIndex,
 }
+
+/// The store's hash maps: keyed by ids, names and texts that writers choose, so hashed with
+/// a per-process random key (`ahash`): faster than SipHash on these short keys, and keyed,
+/// so that chosen keys cannot be made to collide without knowing the key.
+type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
 
 fn to_usize(n: u64) -> Result<usize, Error> {
     usize::try_from(n).map_err(|_| Error::Invalid(format!("{n} is out of range")))
@@ -176,7 +183,13 @@ impl StoreRead for State {
     }
 
     fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {
-        Ok(self.children.get(id).cloned().unwrap_or_default())
+        let mut out: Vec<(EntryId, Weight)> = self
+            .children
+            .get(id)
+            .map(|l| l.iter().map(|(_, c, w)| (*c, *w)).collect())
+            .unwrap_or_default();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
     }
 
     fn indices_by_writer(&self, writer: &str) -> Result<Vec<u64>, Error> {
@@ -262,14 +275,17 @@ impl StoreRead for State {
         }))
     }
 
-    /// Binary searches of the parents' child lists (sorted by child id).
+    /// Binary searches of the parents' child lists (in log order) for the child's index.
     fn edge_weights(&self, edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error> {
         Ok(edges
             .iter()
             .map(|(parent, child)| {
                 let list = self.children.get(parent)?;
-                let at = list.binary_search_by(|(c, _)| c.cmp(child)).ok()?;
-                list.get(at).map(|(_, w)| *w)
+                let index = *self.by_id.get(child)?;
+                let at = list.binary_search_by(|(i, _, _)| i.cmp(&index)).ok()?;
+                list.get(at)
+                    .filter(|(_, c, _)| c == child)
+                    .map(|(_, _, w)| *w)
             })
             .collect())
     }
@@ -297,9 +313,10 @@ impl State {
         records: &[NewRecord],
         effects: &[Effect],
     ) -> Result<Staged, Error> {
-        let mut batch_ids: HashMap<EntryId, u64> = HashMap::with_capacity(records.len());
+        let mut batch_ids: FastMap<EntryId, u64> =
+            FastMap::with_capacity_and_hasher(records.len(), Default::default());
         let mut leaves = Vec::with_capacity(records.len());
-        let mut fresh: HashMap<NodeId, Hash256> = HashMap::new();
+        let mut fresh: FastMap<NodeId, Hash256> = FastMap::default();
         let mut nodes = Vec::with_capacity(records.len() * 2);
         for (offset, rec) in records.iter().enumerate() {
             let index = first + offset as u64;
@@ -365,10 +382,11 @@ impl State {
             let body = rec.entry.body();
             let id = rec.entry.id();
             for p in &body.parents {
-                let list = self.children.entry(p.id).or_default();
-                if let Err(at) = list.binary_search_by(|(c, _)| c.cmp(&id)) {
-                    list.insert(at, (id, p.weight));
-                }
+                // Rows are committed in index order, so the list stays in log order.
+                self.children
+                    .entry(p.id)
+                    .or_default()
+                    .push((index, id, p.weight));
             }
             match self.by_writer.get_mut(&body.writer) {
                 Some(list) => list.push(index),

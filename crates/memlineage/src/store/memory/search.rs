@@ -24,6 +24,31 @@ pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_lowercase)
 }
 
+/// Calls `f` with each term of `text`, in order: the terms of [`tokens`], without allocating
+/// one string per term (`lower` is scratch space for the terms that need folding).
+fn each_token(text: &str, lower: &mut String, mut f: impl FnMut(&str)) {
+    let ascii = text.is_ascii();
+    for raw in text.split(|c: char| !c.is_alphanumeric()) {
+        if raw.is_empty() {
+            continue;
+        }
+        let token = if !(ascii || raw.is_ascii()) {
+            lower.clear();
+            lower.extend(raw.chars().flat_map(char::to_lowercase));
+            lower.as_str()
+        } else if raw.bytes().any(|b| b.is_ascii_uppercase()) {
+            // An ASCII letter lowercases to its ASCII lowercase.
+            lower.clear();
+            lower.push_str(raw);
+            lower.make_ascii_lowercase();
+            lower.as_str()
+        } else {
+            raw
+        };
+        f(token);
+    }
+}
+
 /// One occurrence list entry: a document and how often the term occurs in it.
 #[derive(Clone, Copy, Debug)]
 struct Posting {
@@ -42,7 +67,8 @@ struct Doc {
 /// posting list is in index order.
 #[derive(Debug, Default)]
 pub struct SearchIndex {
-    term_ids: HashMap<String, u32>,
+    /// Keyed hashing (`ahash`): the terms come from stored texts, which writers choose.
+    term_ids: HashMap<String, u32, ahash::RandomState>,
     postings: Vec<Vec<Posting>>,
     docs: Vec<Option<Doc>>,
     live: usize,
@@ -80,23 +106,7 @@ impl SearchIndex {
         self.remove(doc);
         let mut ids: Vec<u32> = Vec::with_capacity(64);
         let mut lower = String::new();
-        for raw in text.split(|c: char| !c.is_alphanumeric()) {
-            if raw.is_empty() {
-                continue;
-            }
-            // Most tokens are already lowercase ASCII: no allocation for those.
-            let token = if raw
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            {
-                raw
-            } else {
-                lower.clear();
-                lower.extend(raw.chars().flat_map(char::to_lowercase));
-                lower.as_str()
-            };
-            ids.push(self.intern(token));
-        }
+        each_token(text, &mut lower, |token| ids.push(self.intern(token)));
         let len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
         ids.sort_unstable();
         let mut terms: Vec<u32> = Vec::with_capacity(ids.len());
@@ -188,6 +198,24 @@ mod tests {
     fn tokens_split_on_non_alphanumerics_and_lowercase() {
         let t: Vec<String> = tokens("Pay \"Bill\", NEAR(x) 42é").collect();
         assert_eq!(t, ["pay", "bill", "near", "x", "42é"]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn indexed_terms_are_the_tokens(text in "(\\PC|[A-Za-z0-9 ,.])*") {
+            let mut lower = String::new();
+            let mut seen = Vec::new();
+            each_token(&text, &mut lower, |t| seen.push(t.to_string()));
+            proptest::prop_assert_eq!(seen, tokens(&text).collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn indexed_terms_of_ascii_text_are_the_tokens(text in "[ -~]*") {
+            let mut lower = String::new();
+            let mut seen = Vec::new();
+            each_token(&text, &mut lower, |t| seen.push(t.to_string()));
+            proptest::prop_assert_eq!(seen, tokens(&text).collect::<Vec<_>>());
+        }
     }
 
     #[test]
