@@ -19,10 +19,11 @@ use std::sync::Mutex;
 /// are soon cached again), so its memory stays bounded (≈ 3 MiB).
 const MAX_LABELS: usize = 1 << 16;
 
-/// Entry id → signed label.
+/// Entry id → signed label, hashed with a per-process random key (`ahash`; ids are chosen by
+/// whoever writes).
 #[derive(Debug, Default)]
 pub(super) struct LabelCache {
-    labels: Mutex<HashMap<EntryId, TrustLabel>>,
+    labels: Mutex<HashMap<EntryId, TrustLabel, ahash::RandomState>>,
 }
 
 impl LabelCache {
