@@ -133,65 +133,33 @@ pub trait Attributor: Send + Sync {
     }
 }
 
-impl<A: Attributor + ?Sized> Attributor for &A {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn attribute(
-        &self,
-        child: &str,
-        parents: &[ParentText<'_>],
-    ) -> Result<Vec<Weight>, AttributionError> {
-        (**self).attribute(child, parents)
-    }
-    fn attribute_detailed(
-        &self,
-        child: &str,
-        parents: &[ParentText<'_>],
-    ) -> Result<Attribution, AttributionError> {
-        (**self).attribute_detailed(child, parents)
-    }
+/// Forwards [`Attributor`] through a pointer type, so that `&A`, `Box<A>` and `Arc<A>` can be
+/// passed wherever an attributor is expected.
+macro_rules! forward_attributor {
+    ($($ptr:ty),+) => {$(
+        impl<A: Attributor + ?Sized> Attributor for $ptr {
+            fn name(&self) -> String {
+                (**self).name()
+            }
+            fn attribute(
+                &self,
+                child: &str,
+                parents: &[ParentText<'_>],
+            ) -> Result<Vec<Weight>, AttributionError> {
+                (**self).attribute(child, parents)
+            }
+            fn attribute_detailed(
+                &self,
+                child: &str,
+                parents: &[ParentText<'_>],
+            ) -> Result<Attribution, AttributionError> {
+                (**self).attribute_detailed(child, parents)
+            }
+        }
+    )+};
 }
 
-impl<A: Attributor + ?Sized> Attributor for Box<A> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn attribute(
-        &self,
-        child: &str,
-        parents: &[ParentText<'_>],
-    ) -> Result<Vec<Weight>, AttributionError> {
-        (**self).attribute(child, parents)
-    }
-    fn attribute_detailed(
-        &self,
-        child: &str,
-        parents: &[ParentText<'_>],
-    ) -> Result<Attribution, AttributionError> {
-        (**self).attribute_detailed(child, parents)
-    }
-}
-
-impl<A: Attributor + ?Sized> Attributor for std::sync::Arc<A> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn attribute(
-        &self,
-        child: &str,
-        parents: &[ParentText<'_>],
-    ) -> Result<Vec<Weight>, AttributionError> {
-        (**self).attribute(child, parents)
-    }
-    fn attribute_detailed(
-        &self,
-        child: &str,
-        parents: &[ParentText<'_>],
-    ) -> Result<Attribution, AttributionError> {
-        (**self).attribute_detailed(child, parents)
-    }
-}
+forward_attributor!(&A, Box<A>, std::sync::Arc<A>);
 
 /// Any error from an attributor or a judge backend.
 ///

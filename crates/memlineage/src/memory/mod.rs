@@ -117,20 +117,8 @@ impl<S: Store> Memory<S> {
 
     /// Opens an initialised store.
     pub fn open(store: S) -> Result<Memory<S>, Error> {
-        let get = |k: &str| -> Result<String, Error> {
-            store.setting(k)?.ok_or_else(|| {
-                Error::Store(format!(
-                    "the store is not initialised (setting `{k}` missing): run `memlineage init`"
-                ))
-            })
-        };
-        let origin = get("origin")?;
-        let tau = get("tau")?
-            .parse::<Weight>()
-            .map_err(|e| Error::Integrity(format!("setting tau: {e}")))?;
-        let fallback = get("fallback")?
-            .parse::<Fallback>()
-            .map_err(|e| Error::Integrity(format!("setting fallback: {e}")))?;
+        let settings = stored_settings(&store)?;
+        let (tau, fallback) = (settings.tau, settings.fallback);
         let signed = genesis_rule(&store)?;
         if signed != LabelRule::new(tau, fallback) {
             return Err(Error::Integrity(format!(
@@ -138,14 +126,7 @@ impl<S: Store> Memory<S> {
                 signed.tau, signed.fallback
             )));
         }
-        let mem = Memory::from_parts(
-            store,
-            Settings {
-                origin,
-                tau,
-                fallback,
-            },
-        );
+        let mem = Memory::from_parts(store, settings);
         mem.refresh_registry()?;
         Ok(mem)
     }
@@ -231,6 +212,27 @@ impl<S: Store> Memory<S> {
         Arc::make_mut(&mut cache.distrust).catch_up(&self.store)?;
         Ok((Arc::clone(&cache.registry), Arc::clone(&cache.distrust)))
     }
+}
+
+/// The settings of an initialised store, as its settings table holds them (unchecked against
+/// the genesis record: [`Memory::open`] checks them, an audit reports a difference).
+pub(crate) fn stored_settings(store: &dyn StoreRead) -> Result<Settings, Error> {
+    let get = |k: &str| -> Result<String, Error> {
+        store.setting(k)?.ok_or_else(|| {
+            Error::Store(format!(
+                "the store is not initialised (setting `{k}` missing): run `memlineage init`"
+            ))
+        })
+    };
+    Ok(Settings {
+        origin: get("origin")?,
+        tau: get("tau")?
+            .parse::<Weight>()
+            .map_err(|e| Error::Integrity(format!("setting tau: {e}")))?,
+        fallback: get("fallback")?
+            .parse::<Fallback>()
+            .map_err(|e| Error::Integrity(format!("setting fallback: {e}")))?,
+    })
 }
 
 /// The store's label rule as signed into the genesis record (index 0): the genesis body's τ

@@ -188,7 +188,7 @@ impl StoreRead for State {
             .get(id)
             .map(|l| l.iter().map(|(_, c, w)| (*c, *w)).collect())
             .unwrap_or_default();
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out.sort_unstable_by_key(|(id, _)| *id);
         Ok(out)
     }
 
