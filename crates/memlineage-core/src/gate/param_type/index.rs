@@ -9,6 +9,7 @@
 //! check digits do, so the index keeps which pairs of adjacent digits the text has and answers
 //! "no" for an IBAN whose pair it lacks; otherwise the caller scans.
 
+use super::scan::has_digit;
 use super::{NormValue, ParamType, ParamValue, amount, date, email, text, url};
 use std::ops::ControlFlow;
 
@@ -31,6 +32,26 @@ fn pair_bit(a: u8, b: u8) -> Option<u128> {
         .then(|| 1u128 << (u32::from(a - b'0') * 10 + u32::from(b - b'0')))
 }
 
+/// The pairs of adjacent digits of `b`, as bits (see [`pair_bit`]). Most of a text has no
+/// digits: chunks without one are skipped by a vectorised test.
+fn digit_pairs(b: &[u8]) -> u128 {
+    let mut bits = 0;
+    for (c, chunk) in b.chunks(32).enumerate() {
+        if !has_digit(chunk) {
+            continue;
+        }
+        let start = c * 32;
+        for i in start..start + chunk.len() {
+            if let (Some(&x), Some(&y)) = (b.get(i), b.get(i + 1))
+                && let Some(bit) = pair_bit(x, y)
+            {
+                bits |= bit;
+            }
+        }
+    }
+    bits
+}
+
 impl ValueIndex {
     /// Extracts every indexed value of `text`.
     pub(crate) fn new(text: &str) -> ValueIndex {
@@ -42,11 +63,7 @@ impl ValueIndex {
             }
             ControlFlow::Continue(())
         });
-        ix.digit_pairs = text
-            .as_bytes()
-            .windows(2)
-            .filter_map(|w| pair_bit(w[0], w[1]))
-            .fold(0, |acc, bit| acc | bit);
+        ix.digit_pairs = digit_pairs(text.as_bytes());
         let _ = date::for_each(text, |_, _, r| {
             let (a, b) = match r {
                 date::Reading::One(d) => (d, None),
@@ -106,5 +123,25 @@ impl ValueIndex {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digit_pairs_span_chunks() {
+        let mut text = "x".repeat(31);
+        text.push_str("12 ab 3");
+        text.push_str(&"y".repeat(40));
+        text.push('9');
+        let bits = digit_pairs(text.as_bytes());
+        assert_eq!(bits, pair_bit(b'1', b'2').unwrap_or(0));
+        assert_eq!(digit_pairs(b"2025-03-14"), {
+            let p = |a, b| pair_bit(a, b).unwrap_or(0);
+            p(b'2', b'0') | p(b'0', b'2') | p(b'2', b'5') | p(b'0', b'3') | p(b'1', b'4')
+        });
+        assert_eq!(digit_pairs(b""), 0);
     }
 }
