@@ -50,32 +50,35 @@ const CHUNK: usize = 32;
 /// Folded containment of an ASCII folded `value` in an ASCII `text`, without folding the text:
 /// letters compare case-insensitively and each space of the value matches a run of white space.
 ///
-/// Most positions cannot start a match, so a chunk of positions is first tested for its first
-/// two bytes at once, without branches (the compiler vectorises it); only a chunk that may hold
-/// a match, and the last few positions, are tested one by one. `c | 0x20` maps an upper-case
-/// letter onto its lower case (and other bytes onto some byte), so the prefilter never rejects
-/// a position the exact test accepts. A space of the value matches any white space, so it is
-/// not prefiltered.
+/// Most positions cannot start a match, so a chunk of positions is first tested for the value's
+/// first bytes at once (up to three, up to its first space), without branches (the compiler
+/// vectorises it); only a chunk that may hold a match, and the last few positions, are tested
+/// one by one. `c | 0x20` maps an upper-case letter onto its lower case (and other bytes onto
+/// some byte), so the prefilter never rejects a position the exact test accepts. A space of the
+/// value matches any white space, so it and what follows are not prefiltered.
 fn contains_folded_ascii(value: &[u8], text: &[u8]) -> bool {
-    let Some(&first) = value.first() else {
+    let mut key = [0u8; 3];
+    let mut width = 0;
+    for &v in value.iter().take(3) {
+        if v == b' ' {
+            break;
+        }
+        key[width] = v | 0x20;
+        width += 1;
+    }
+    if value.is_empty() {
         return false;
-    };
-    let k0 = first | 0x20;
-    let k1 = value.get(1).filter(|&&b| b != b' ').map(|&b| b | 0x20);
+    }
     let n = text.len();
     let mut start = 0;
     while start < n {
         let end = (start + CHUNK).min(n);
-        let here = text
-            .get(start..start + CHUNK)
-            .and_then(|c| <&[u8; CHUNK]>::try_from(c).ok());
-        let next = text
-            .get(start + 1..start + 1 + CHUNK)
-            .and_then(|c| <&[u8; CHUNK]>::try_from(c).ok());
-        let maybe = match (here, next, k1) {
-            (Some(a), Some(b), Some(k1)) => pair_in_chunk(a, b, k0, k1),
-            (Some(a), _, None) => byte_in_chunk(a, k0),
-            _ => true,
+        let window = text
+            .get(start..start + CHUNK + 2)
+            .and_then(|c| <&[u8; CHUNK + 2]>::try_from(c).ok());
+        let maybe = match window {
+            Some(w) => may_start_in(w, key, width),
+            None => true,
         };
         if maybe && (start..end).any(|i| folded_at(value, text, i)) {
             return true;
@@ -85,20 +88,13 @@ fn contains_folded_ascii(value: &[u8], text: &[u8]) -> bool {
     false
 }
 
-/// Whether some `k` has `a[k] | 0x20 == k0` and `b[k] | 0x20 == k1`.
-fn pair_in_chunk(a: &[u8; CHUNK], b: &[u8; CHUNK], k0: u8, k1: u8) -> bool {
+/// Whether some position `k < CHUNK` of `w` has `w[k + j] | 0x20 == key[j]` for every
+/// `j < width` (a `width` of 0 accepts every chunk).
+fn may_start_in(w: &[u8; CHUNK + 2], key: [u8; 3], width: usize) -> bool {
     let mut acc = 0u8;
     for k in 0..CHUNK {
-        acc |= u8::from((a[k] | 0x20) == k0) & u8::from((b[k] | 0x20) == k1);
-    }
-    acc != 0
-}
-
-/// Whether some `k` has `a[k] | 0x20 == k0`.
-fn byte_in_chunk(a: &[u8; CHUNK], k0: u8) -> bool {
-    let mut acc = 0u8;
-    for &c in a {
-        acc |= u8::from((c | 0x20) == k0);
+        let hit = |j: usize| u8::from(j >= width || (w[k + j] | 0x20) == key[j]);
+        acc |= hit(0) & hit(1) & hit(2);
     }
     acc != 0
 }
