@@ -8,7 +8,8 @@
 //! lineage path to the untrusted root), or repairs it with values of trusted provenance.
 //!
 //! This module is pure: the policy arrives as text, the entries as values, and the decision
-//! leaves as a value for the caller to log and act on. The rules are written out in
+//! leaves as a value for the caller to log and act on; it borrows the call and the entries, and
+//! writes its human text only when asked ([`GateDecision`]). The rules are written out in
 //! `docs/gate.md`.
 
 mod call;
