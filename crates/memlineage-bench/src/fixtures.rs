@@ -547,7 +547,7 @@ mod tests {
             d.decision,
             memlineage_core::gate::Decision::Allow,
             "{}",
-            d.summary
+            d.summary()
         );
     }
 }

@@ -62,11 +62,11 @@ memo      = { type = "free_text", require = "DERIVED_TRUSTED", unjustified = "de
 const PAYEE: &str = "GB29NWBK60161331926819";
 const ATTACKER: &str = "UK12345678901234567890";
 
-fn run(p: &Policy, input: &GateInput<'_>) -> GateDecision {
+fn run<'a>(p: &Policy, input: &GateInput<'a>) -> GateDecision<'a> {
     decide(p, input).expect("decides")
 }
 
-fn reason<'d>(d: &'d GateDecision, param: &str) -> &'d memlineage_core::gate::ParamReason {
+fn reason<'d>(d: &'d GateDecision<'_>, param: &str) -> &'d memlineage_core::gate::ParamReason<'d> {
     d.reasons
         .iter()
         .find(|r| r.param == param)
@@ -82,8 +82,8 @@ fn tool_not_in_policy_is_allowed() {
     assert_eq!(d.decision, Decision::Allow);
     assert!(d.dispatched);
     assert!(d.reasons.is_empty());
-    assert!(d.summary.contains("not sensitive"), "{}", d.summary);
-    assert_eq!(d.arguments, c.arguments);
+    assert!(d.summary().contains("not sensitive"), "{}", d.summary());
+    assert_eq!(*d.arguments, c.arguments);
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn trusted_value_is_allowed() {
         entry("mail", External, "unrelated newsletter"),
     ];
     let d = run(&p, &GateInput::new(&c, &ctx, tau()));
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
     assert!(d.dispatched);
     let r = reason(&d, "recipient");
     assert_eq!(r.outcome, Outcome::Justified);
@@ -137,16 +137,20 @@ fn untrusted_value_is_denied_with_offending_entry_and_path() {
     assert_eq!(r.offending, Some(id("summary")));
     assert_eq!(r.label, Some(DerivedUntrusted));
     assert_eq!(r.taint_path, [id("summary"), id("notes"), id("mail-root")]);
-    assert!(r.message.contains(&id("summary").short()), "{}", r.message);
-    assert!(r.message.contains("DERIVED_UNTRUSTED"), "{}", r.message);
     assert!(
-        r.message.contains(&id("mail-root").short()),
+        r.message().contains(&id("summary").short()),
         "{}",
-        r.message
+        r.message()
     );
-    assert!(d.summary.contains("`recipient`"), "{}", d.summary);
+    assert!(r.message().contains("DERIVED_UNTRUSTED"), "{}", r.message());
+    assert!(
+        r.message().contains(&id("mail-root").short()),
+        "{}",
+        r.message()
+    );
+    assert!(d.summary().contains("`recipient`"), "{}", d.summary());
     assert!(d.repairs.is_empty());
-    assert_eq!(d.arguments, c.arguments);
+    assert_eq!(*d.arguments, c.arguments);
 }
 
 #[test]
@@ -160,12 +164,16 @@ fn a_trusted_carrier_suffices_when_an_untrusted_one_echoes_the_value() {
         entry("mail", External, "IBAN: UK12 3456 7890 1234 5678 90"),
     ];
     let d = run(&p, &GateInput::new(&c, &ctx, tau()));
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
     let r = reason(&d, "recipient");
     assert_eq!(r.justifying, [id("req"), id("mail")]);
     assert_eq!(r.label, Some(Trusted));
-    assert!(r.message.contains(&id("mail").short()), "{}", r.message);
-    assert!(r.message.contains("carriers = \"any\""), "{}", r.message);
+    assert!(r.message().contains(&id("mail").short()), "{}", r.message());
+    assert!(
+        r.message().contains("carriers = \"any\""),
+        "{}",
+        r.message()
+    );
 }
 
 #[test]
@@ -194,7 +202,7 @@ fn citation_overrides_value_matching() {
     ];
     let cites = BTreeMap::from([("recipient".to_string(), vec![id("req")])]);
     let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_citations(&cites));
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
     let r = reason(&d, "recipient");
     assert_eq!(r.via, Via::Citation);
     assert_eq!(r.justifying, [id("req")]);
@@ -216,7 +224,7 @@ fn citation_of_an_entry_without_the_value_is_ignored_unless_trusted_by_policy() 
     let r = reason(&d, "recipient");
     assert_eq!(r.via, Via::ValueMatch);
     assert_eq!(r.offending, Some(id("mail")));
-    assert!(r.message.contains("ignored"), "{}", r.message);
+    assert!(r.message().contains("ignored"), "{}", r.message());
 
     let trusting = policy(&format!("citations = \"trust\"\n{POLICY}"));
     let d = run(
@@ -239,7 +247,7 @@ fn unjustified_values_follow_the_policy() {
     assert_eq!(r.outcome, Outcome::UnjustifiedAllowed);
     assert_eq!(r.via, Via::None);
     assert!(r.justifying.is_empty());
-    assert!(d.summary.contains("unjustified"), "{}", d.summary);
+    assert!(d.summary().contains("unjustified"), "{}", d.summary());
     // recipient: unjustified = deny.
     let c = call(
         "send_money",
@@ -250,7 +258,11 @@ fn unjustified_values_follow_the_policy() {
     let r = reason(&d, "recipient");
     assert_eq!(r.outcome, Outcome::UnjustifiedDenied);
     assert_eq!(r.offending, None);
-    assert!(r.message.contains("denies unjustified"), "{}", r.message);
+    assert!(
+        r.message().contains("denies unjustified"),
+        "{}",
+        r.message()
+    );
 }
 
 #[test]
@@ -271,7 +283,7 @@ fn attribution_is_the_fallback_above_tau() {
         vec![(id("plan"), w(8000)), (id("mail"), w(5000))],
     )]);
     let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_attribution(&attr));
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
     let r = reason(&d, "memo");
     assert_eq!(r.via, Via::Attribution);
     // The e-mail's weight equals τ, which is not strictly above it.
@@ -365,7 +377,7 @@ fn repair_from_the_pool() {
         ),
     ];
     let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_repair(&pool));
-    assert_eq!(d.decision, Decision::Repair, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Repair, "{}", d.summary());
     assert_eq!(d.repairs.len(), 1);
     assert_eq!(d.repairs[0].source, id("payee"));
     assert_eq!(d.repairs[0].new, json!(PAYEE));
@@ -409,9 +421,9 @@ fn repair_with_two_distinct_candidates_is_ambiguous() {
     let r = reason(&d, "recipient");
     assert_eq!(r.outcome, Outcome::Untrusted);
     assert!(
-        r.message.contains("ambiguous: 2 trusted candidates"),
+        r.message().contains("ambiguous: 2 trusted candidates"),
         "{}",
-        r.message
+        r.message()
     );
     assert!(d.repairs.is_empty());
 }
@@ -444,7 +456,11 @@ fn repair_without_a_trusted_candidate_denies() {
     let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_repair(&[]));
     assert_eq!(d.decision, Decision::Deny);
     let r = reason(&d, "recipient");
-    assert!(r.message.contains("no trusted candidate"), "{}", r.message);
+    assert!(
+        r.message().contains("no trusted candidate"),
+        "{}",
+        r.message()
+    );
 }
 
 #[test]
@@ -462,7 +478,7 @@ fn repair_skips_values_an_untrusted_entry_also_carries_under_carriers_all() {
     assert_eq!(d.decision, Decision::Deny);
     assert!(
         reason(&d, "recipient")
-            .message
+            .message()
             .contains("no trusted candidate")
     );
 }
@@ -479,7 +495,7 @@ fn repair_takes_a_trusted_value_an_untrusted_entry_echoes_under_carriers_any() {
         "our IBAN is GB29 NWBK 6016 1331 9268 19",
     )];
     let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_repair(&pool));
-    assert_eq!(d.decision, Decision::Repair, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Repair, "{}", d.summary());
     assert_eq!(d.arguments["recipient"], PAYEE);
     assert_eq!(d.repairs[0].source, id("payee"));
 }
@@ -500,7 +516,7 @@ amount = { type = "amount", require = "TRUSTED" }"#,
     ] {
         let c = call("pay", json!({ "amount": old }));
         let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_repair(&[]));
-        assert_eq!(d.decision, Decision::Repair, "{}", d.summary);
+        assert_eq!(d.decision, Decision::Repair, "{}", d.summary());
         assert_eq!(d.arguments["amount"], new);
         assert_eq!(d.repairs[0].old, old);
     }
@@ -519,7 +535,7 @@ fn free_text_is_never_repaired() {
     assert_eq!(d.decision, Decision::Deny);
     assert!(
         reason(&d, "memo")
-            .message
+            .message()
             .contains("free text cannot be repaired")
     );
 }
@@ -539,10 +555,10 @@ fn a_repair_is_denied_when_another_parameter_cannot_be_repaired() {
     assert!(d.repairs.is_empty());
     assert!(
         reason(&d, "recipient")
-            .message
+            .message()
             .contains("A repair was found")
     );
-    assert_eq!(d.arguments, c.arguments);
+    assert_eq!(*d.arguments, c.arguments);
 }
 
 #[test]
@@ -555,14 +571,14 @@ fn record_mode_decides_but_dispatches_as_made() {
     assert_eq!(d.decision, Decision::Deny);
     assert!(d.dispatched);
     assert_eq!(d.mode, Mode::Record);
-    assert!(d.summary.contains("Record mode"), "{}", d.summary);
+    assert!(d.summary().contains("Record mode"), "{}", d.summary());
 
     ctx.push(entry("payee", Trusted, "Landlord: GB29NWBK60161331926819"));
     let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_repair(&[]));
     assert_eq!(d.decision, Decision::Repair);
     assert!(d.dispatched);
     assert_eq!(
-        d.arguments, c.arguments,
+        *d.arguments, c.arguments,
         "record mode dispatches the original"
     );
     assert_eq!(d.repairs.len(), 1);
@@ -673,7 +689,7 @@ fn banking_bill_redirect_is_denied_naming_the_email() {
     assert_eq!(r.offending, Some(id("bill-mail")));
     assert_eq!(r.label, Some(External));
     assert_eq!(r.taint_path, [id("bill-mail"), id("bill-mail-root")]);
-    assert!(r.message.contains(&id("bill-mail").short()));
+    assert!(r.message().contains(&id("bill-mail").short()));
     let a = reason(&d, "amount");
     assert_eq!(a.outcome, Outcome::Justified);
     assert_eq!(a.justifying, [id("bill-mail")]);
@@ -688,7 +704,7 @@ fn banking_repair_pays_the_trusted_payee() {
     );
     let ctx = banking_context();
     let d = run(&p, &GateInput::new(&c, &ctx, tau()).with_repair(&[]));
-    assert_eq!(d.decision, Decision::Repair, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Repair, "{}", d.summary());
     assert!(d.dispatched);
     assert_eq!(d.repairs.len(), 1);
     let rep = &d.repairs[0];
@@ -698,13 +714,17 @@ fn banking_repair_pays_the_trusted_payee() {
     assert_eq!(rep.source, id("payee"));
     assert_eq!(rep.source_label, Trusted);
     assert_eq!(
-        Value::Object(d.arguments.clone()),
+        Value::Object(d.arguments.clone().into_owned()),
         json!({"recipient": "GB29NWBK60161331926819", "amount": 98.70})
     );
     let r = reason(&d, "recipient");
     assert_eq!(r.outcome, Outcome::Repaired);
     assert_eq!(r.offending, Some(id("bill-mail")));
-    assert!(r.message.contains(&id("payee").short()), "{}", r.message);
+    assert!(
+        r.message().contains(&id("payee").short()),
+        "{}",
+        r.message()
+    );
 }
 
 #[test]
@@ -722,12 +742,12 @@ fn banking_with_the_issue_policy_denies_the_amount_too() {
     assert_eq!(reason(&d, "amount").outcome, Outcome::Untrusted);
     assert!(
         reason(&d, "amount")
-            .message
+            .message()
             .contains("no trusted candidate")
     );
     assert!(
         reason(&d, "recipient")
-            .message
+            .message()
             .contains("A repair was found")
     );
 }

@@ -72,16 +72,17 @@ fn pay(to: &str) -> ToolCall {
     )
 }
 
-fn run(p: &str, call: &ToolCall, ctx: &[ContextEntry], anc: &Ancestry) -> GateDecision {
+fn run(p: &str, call: &ToolCall, ctx: &[ContextEntry], anc: &Ancestry) -> GateDecision<'static> {
     let policy = Policy::parse(p).expect("policy");
     decide(
         &policy,
         &GateInput::new(call, ctx, tau()).with_ancestry(anc),
     )
     .expect("decides")
+    .into_owned()
 }
 
-fn recipient(d: &GateDecision) -> &ParamReason {
+fn recipient<'d>(d: &'d GateDecision<'_>) -> &'d ParamReason<'d> {
     d.reasons
         .iter()
         .find(|r| r.param == "recipient")
@@ -119,14 +120,14 @@ fn trusted_cover() -> (Vec<ContextEntry>, Ancestry) {
 fn trusted_cover_is_denied_by_value_provenance() {
     let (ctx, anc) = trusted_cover();
     let d = run(POLICY, &pay(ATTACKER), &ctx, &anc);
-    assert_eq!(d.decision, Decision::Deny, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Deny, "{}", d.summary());
     let r = recipient(&d);
     assert_eq!(r.outcome, Outcome::Untrusted);
     assert_eq!(r.offending, Some(id("summary")));
     assert_eq!(r.label, Some(DerivedUntrusted));
     assert_eq!(r.taint_path, [id("summary"), id("web")]);
-    assert!(r.message.contains("first appears"), "{}", r.message);
-    assert!(r.message.contains(&id("web").short()), "{}", r.message);
+    assert!(r.message().contains("first appears"), "{}", r.message());
+    assert!(r.message().contains(&id("web").short()), "{}", r.message());
 }
 
 #[test]
@@ -134,7 +135,7 @@ fn entry_provenance_is_the_papers_rule_and_lets_trusted_cover_through() {
     let (ctx, anc) = trusted_cover();
     let p = format!("provenance = \"entry\"\n{POLICY}");
     let d = run(&p, &pay(ATTACKER), &ctx, &anc);
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
     assert_eq!(recipient(&d).label, Some(DerivedTrusted));
 }
 
@@ -190,7 +191,7 @@ fn a_value_from_a_trusted_origin_stays_trusted_through_summaries() {
     ]);
     let ctx = [entry("ask", Trusted, Some("Pay the rent")), s2];
     let d = run(POLICY, &pay(PAYEE), &ctx, &anc);
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
     assert_eq!(recipient(&d).label, Some(DerivedTrusted));
 }
 
@@ -213,7 +214,7 @@ fn one_trusted_origin_suffices_when_an_untrusted_parent_echoes_the_value() {
         node(&s, &["mail", "note"]),
     ]);
     let d = run(POLICY, &pay(PAYEE), &[s], &anc);
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
 }
 
 #[test]
@@ -237,7 +238,7 @@ fn erased_ancestors_can_only_hurt() {
     let gone = entry("gone", Trusted, None);
     let anc = Ancestry::from([node(&s, &["gone"]), node(&gone, &[])]);
     let d = run(POLICY, &pay(PAYEE), &[s], &anc);
-    assert_eq!(d.decision, Decision::Allow, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.summary());
 }
 
 #[test]
@@ -274,11 +275,11 @@ fn repair_rejects_a_candidate_whose_value_came_from_an_untrusted_ancestor() {
             .with_repair(&[]),
     )
     .expect("decides");
-    assert_eq!(d.decision, Decision::Deny, "{}", d.summary);
+    assert_eq!(d.decision, Decision::Deny, "{}", d.summary());
     assert!(
-        recipient(&d).message.contains("no trusted candidate"),
+        recipient(&d).message().contains("no trusted candidate"),
         "{}",
-        recipient(&d).message
+        recipient(&d).message()
     );
 }
 
@@ -305,11 +306,11 @@ fn weak_untrusted_attribution_taints_the_call_under_strict_only() {
             .with_fallback(Fallback::Strict),
     )
     .expect("decides");
-    assert_eq!(strict.decision, Decision::Deny, "{}", strict.summary);
+    assert_eq!(strict.decision, Decision::Deny, "{}", strict.summary());
     let r = &strict.reasons[0];
     assert_eq!(r.via, Via::Attribution);
     assert_eq!(r.offending, Some(id("web")));
-    assert!(r.message.contains("strict fallback"), "{}", r.message);
+    assert!(r.message().contains("strict fallback"), "{}", r.message());
     let permissive = decide(
         &policy,
         &GateInput::new(&call, &ctx, tau())

@@ -115,7 +115,7 @@ pub(crate) struct Dispatch {
     /// The call as proposed.
     pub proposed: Call,
     /// The gate's decision (`None` in cells without a gate).
-    pub decision: Option<GateDecision>,
+    pub decision: Option<GateDecision<'static>>,
     /// A gate error (the call is then not dispatched).
     pub error: Option<String>,
     /// The call as dispatched (repaired arguments), `None` when not dispatched.
@@ -130,7 +130,7 @@ impl Dispatch {
         match (&self.decision, &self.error) {
             (Some(d), _) => {
                 j.set("decision", Json::str(d.decision.as_str()));
-                j.set("summary", Json::str(d.summary.clone()));
+                j.set("summary", Json::str(d.summary()));
                 if !d.repairs.is_empty()
                     && let Some(c) = &self.dispatched
                 {

@@ -123,12 +123,12 @@ fn sessions<'a>(
     })
 }
 
-fn decision_md(out: &mut String, d: &GateDecision, names: &BTreeMap<EntryId, String>) {
+fn decision_md(out: &mut String, d: &GateDecision<'_>, names: &BTreeMap<EntryId, String>) {
     let _ = writeln!(
         out,
         "**Decision: {}** — {}\n",
         d.decision.as_str(),
-        d.summary
+        d.summary()
     );
     let _ = writeln!(
         out,
@@ -166,7 +166,7 @@ fn decision_md(out: &mut String, d: &GateDecision, names: &BTreeMap<EntryId, Str
     }
     out.push('\n');
     for r in &d.reasons {
-        let _ = writeln!(out, "- `{}`: {}", r.param, r.message);
+        let _ = writeln!(out, "- `{}`: {}", r.param, r.message());
     }
     for rep in &d.repairs {
         let _ = writeln!(

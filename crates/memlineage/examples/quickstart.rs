@@ -76,15 +76,15 @@ recipient = { type = "iban", require = "DERIVED_TRUSTED", unjustified = "deny" }
     let mut req = GateRequest::new(call, vec![request.id, summary.id], "agent");
     let denied = mem.gate(&policy, &req)?;
     assert_eq!(denied.decision.decision, Decision::Deny);
-    println!("{}", denied.decision.summary);
+    println!("{}", denied.decision.summary());
     req.repair = true;
     let repaired = mem.gate(&policy, &req)?;
     assert_eq!(repaired.decision.decision, Decision::Repair);
     assert_eq!(repaired.decision.repairs[0].source, payee.id);
     println!(
         "{} → {}",
-        repaired.decision.summary,
-        serde_json::Value::Object(repaired.decision.arguments.clone())
+        repaired.decision.summary(),
+        serde_json::Value::Object(repaired.decision.arguments.clone().into_owned())
     );
     // Everything, decisions included, is in the log and verifies.
     assert!(mem.verify(&mut |_, _| {})?.ok());

@@ -232,7 +232,7 @@ fn a_trusted_value_survives_a_chain_of_summaries<S: Store>(store: fn() -> S) {
         "GB29NWBK60161331926819",
         tip,
     );
-    assert_eq!(decision.decision, Decision::Allow, "{}", decision.summary);
+    assert_eq!(decision.decision, Decision::Allow, "{}", decision.summary());
 }
 
 /// Forgetting an ancestor does not make its descendants' values untrusted: a forgotten trusted
@@ -265,7 +265,7 @@ fn forgotten_ancestors_are_examined_not_assumed_untrusted<S: Store>(store: fn() 
             decision.decision == Decision::Allow,
             allowed,
             "{writer} erase={erase}: {}",
-            decision.summary
+            decision.summary()
         );
         if !allowed {
             assert_eq!(r.taint_path.get(1), Some(&source.id), "{r:?}");
@@ -300,7 +300,7 @@ fn a_distrusted_writers_later_entries_explain_their_taint<S: Store>(store: fn() 
     );
     let (decision, r) = pay_from(&mem, "Pay the rent.", "UK12345678901234567890", note.id);
     assert_eq!(decision.decision, Decision::Deny);
-    assert_eq!(r.taint_path, vec![note.id], "{}", r.message);
+    assert_eq!(r.taint_path, vec![note.id], "{}", r.message());
 }
 
 /// The user asks to pay (`ask`), the model proposes `send_money(recipient)` from `memory`: the
@@ -311,8 +311,8 @@ fn pay_from<S: Store>(
     recipient: &str,
     memory: memlineage_core::EntryId,
 ) -> (
-    memlineage_core::gate::GateDecision,
-    memlineage_core::gate::ParamReason,
+    memlineage_core::gate::GateDecision<'static>,
+    memlineage_core::gate::ParamReason<'static>,
 ) {
     let request = mem
         .write(WriteRequest::new("user", EntryKind::UserInput, ask))

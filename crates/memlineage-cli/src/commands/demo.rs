@@ -257,7 +257,7 @@ fn entries_table(rows: &[(&str, &Written)]) -> String {
 fn decision_text(d: &GateDecision, record: &Written) -> String {
     format!(
         "  {}\n{}",
-        d.summary,
+        d.summary(),
         indent(&super::gate::decision_text(d, &record.id))
     )
 }

@@ -140,7 +140,7 @@ fn as_bad_input(e: CliError) -> CliError {
 pub fn decision_text(d: &GateDecision, record: &EntryId) -> String {
     let mut text = format!("decision: {}\n", d.decision.as_str());
     for r in &d.reasons {
-        text.push_str(&format!("  {}: {}\n", r.param, r.message));
+        text.push_str(&format!("  {}: {}\n", r.param, r.message()));
     }
     for r in &d.repairs {
         text.push_str(&format!(
@@ -155,7 +155,7 @@ pub fn decision_text(d: &GateDecision, record: &EntryId) -> String {
     if d.decision == Decision::Repair {
         text.push_str(&format!(
             "  arguments to dispatch: {}\n",
-            serde_json::Value::Object(d.arguments.clone())
+            serde_json::Value::Object(d.arguments.clone().into_owned())
         ));
     }
     text.push_str(&format!("  logged as {record}\n"));

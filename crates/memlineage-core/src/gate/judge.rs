@@ -8,6 +8,7 @@
 //! rule of paper §M4 with the store's τ and fallback, so the strict fallback's protection against
 //! weak untrusted edges holds at the gate as well.
 
+use super::message::{Rule, Why};
 use super::param_type::{ParamType, ParamValue};
 use super::policy::{Carriers, ParamPolicy, Policy, Provenance};
 use super::provenance::{Origin, value_origin};
@@ -16,6 +17,7 @@ use super::{ContextEntry, GateInput, Via};
 use crate::hash::EntryId;
 use crate::label::{TrustClass, TrustLabel};
 use crate::trust::{LabelCause, ParentEdge, compute_label};
+use std::borrow::Cow;
 
 /// How a justified parameter was judged.
 pub(crate) struct Judgement<'a> {
@@ -26,13 +28,13 @@ pub(crate) struct Judgement<'a> {
     pub(crate) label: TrustLabel,
     /// The decisive entry's lineage path to its untrusted root (through the value's origin when
     /// value provenance raised the label).
-    pub(crate) path: Vec<EntryId>,
+    pub(crate) path: Cow<'a, [EntryId]>,
     /// The ancestor where the value first appeared, when it raised the decisive entry's label.
     pub(crate) raised_by: Option<EntryId>,
     /// Carriers above `require` that did not decide because a trusted carrier did (`any`).
     pub(crate) overruled: Vec<EntryId>,
     /// For attribution: why the call, as a derived entry, has its label.
-    pub(crate) rule: Option<String>,
+    pub(crate) rule: Option<Rule>,
 }
 
 /// Judges `t`; `None` when nothing justifies the parameter.
@@ -48,38 +50,33 @@ pub(crate) fn judge<'a>(
         Via::None => None,
         Via::Attribution => judge_attribution(t, input),
         Via::Citation | Via::ValueMatch => {
-            let judged: Vec<(&'a ContextEntry, Origin)> = t
-                .justifying
-                .iter()
-                .map(|c| {
-                    (
-                        *c,
-                        carrier_origin(policy, &pp.kind, value, c, input, scratch),
-                    )
-                })
-                .collect();
-            let worst = judged
-                .iter()
-                .reduce(|a, b| if b.1.label > a.1.label { b } else { a })?;
-            let best = judged
-                .iter()
-                .reduce(|a, b| if b.1.label < a.1.label { b } else { a })?;
-            let (pick, overruled) = match policy.carriers {
-                Carriers::Any if best.1.label <= pp.require => {
-                    let over = judged
-                        .iter()
-                        .filter(|(_, o)| o.label > pp.require)
-                        .map(|(c, _)| c.id)
-                        .collect();
-                    (best, over)
+            // One pass over the carriers: the least trusted (first of the highest label), the
+            // most trusted (first of the lowest), and those above `require`.
+            let mut worst: Option<(&'a ContextEntry, Origin<'a>)> = None;
+            let mut best: Option<(&'a ContextEntry, Origin<'a>)> = None;
+            let mut above = Vec::new();
+            for &c in &t.justifying {
+                let o = carrier_origin(policy, &pp.kind, value, c, input, scratch);
+                if o.label > pp.require {
+                    above.push(c.id);
                 }
+                if best.as_ref().is_none_or(|(_, b)| o.label < b.label) {
+                    best = Some((c, o.clone()));
+                }
+                if worst.as_ref().is_none_or(|(_, w)| o.label > w.label) {
+                    worst = Some((c, o));
+                }
+            }
+            let (best, worst) = (best?, worst?);
+            let ((decisive, pick), overruled) = match policy.carriers {
+                Carriers::Any if best.1.label <= pp.require => (best, above),
                 _ => (worst, Vec::new()),
             };
             Some(Judgement {
-                decisive: pick.0,
-                label: pick.1.label,
-                path: pick.1.path.clone(),
-                raised_by: pick.1.raised_by,
+                decisive,
+                label: pick.label,
+                path: pick.path,
+                raised_by: pick.raised_by,
                 overruled,
                 rule: None,
             })
@@ -88,18 +85,18 @@ pub(crate) fn judge<'a>(
 }
 
 /// The value label of one carrier (or its own label under `provenance = "entry"`).
-pub(crate) fn carrier_origin(
+pub(crate) fn carrier_origin<'a>(
     policy: &Policy,
     kind: &ParamType,
     value: &ParamValue,
-    carrier: &ContextEntry,
+    carrier: &'a ContextEntry,
     input: &GateInput<'_>,
     scratch: &mut String,
-) -> Origin {
+) -> Origin<'a> {
     match policy.provenance {
         Provenance::Entry => Origin {
             label: carrier.label,
-            path: carrier.taint_path.clone(),
+            path: Cow::Borrowed(&carrier.taint_path),
             raised_by: None,
         },
         Provenance::Value => {
@@ -131,40 +128,20 @@ fn judge_attribution<'a>(t: &Traced<'a>, input: &GateInput<'_>) -> Option<Judgem
             .find(|(_, w)| *w > input.tau)
             .map(|(e, _)| *e)
     };
-    let (decisive, rule) = match d.cause {
+    let (decisive, why) = match d.cause {
         LabelCause::StrongParent(i) => {
             let e = t.weights.get(i)?.0;
-            let rule = if e.label.is_untrusted() {
-                format!(
-                    "its attribution edge to {} weighs more than τ = {}",
-                    e.id.short(),
-                    input.tau
-                )
+            let why = if e.label.is_untrusted() {
+                Why::StrongEdgeTo(e.id)
             } else {
-                format!(
-                    "its strong attribution edges (above τ = {}) are trusted",
-                    input.tau
-                )
+                Why::TrustedStrongEdges
             };
-            (e, rule)
+            (e, why)
         }
-        LabelCause::TrustedStrongParents => (
-            strong()?,
-            format!(
-                "its strong attribution edges (above τ = {}) are trusted",
-                input.tau
-            ),
-        ),
+        LabelCause::TrustedStrongParents => (strong()?, Why::TrustedStrongEdges),
         LabelCause::StrictWeakUntrusted(i) => {
             let e = t.weights.get(i)?.0;
-            (
-                e,
-                format!(
-                    "no edge weighs more than τ = {}, and under the strict fallback the weak edge to untrusted {} keeps its taint",
-                    input.tau,
-                    e.id.short()
-                ),
-            )
+            (e, Why::WeakEdgeTo(e.id))
         }
         LabelCause::StrictUntrustedSum { sum_bp } => {
             let e = t
@@ -173,24 +150,16 @@ fn judge_attribution<'a>(t: &Traced<'a>, input: &GateInput<'_>) -> Option<Judgem
                 .filter(|(e, _)| e.label.is_untrusted())
                 .max_by_key(|(_, w)| *w)?
                 .0;
-            (
-                e,
-                format!(
-                    "under the strict fallback its untrusted edges together weigh {}.{:04} > τ = {}",
-                    sum_bp / 10_000,
-                    sum_bp % 10_000,
-                    input.tau
-                ),
-            )
+            (e, Why::UntrustedSum(sum_bp))
         }
         LabelCause::PermissiveFallback | LabelCause::Root(_) | LabelCause::ExternalWriter => {
             return None;
         }
     };
     let path = if d.label.is_untrusted() {
-        decisive.taint_path.clone()
+        Cow::Borrowed(decisive.taint_path.as_slice())
     } else {
-        Vec::new()
+        Cow::Borrowed(&[][..])
     };
     Some(Judgement {
         decisive,
@@ -198,9 +167,10 @@ fn judge_attribution<'a>(t: &Traced<'a>, input: &GateInput<'_>) -> Option<Judgem
         path,
         raised_by: None,
         overruled: Vec::new(),
-        rule: Some(format!(
-            "the call, as an entry derived from the context, is {} because {rule}",
-            d.label
-        )),
+        rule: Some(Rule {
+            label: d.label,
+            tau: input.tau,
+            why,
+        }),
     })
 }

@@ -8,23 +8,30 @@
 //! lineage path to the untrusted root), or repairs it with values of trusted provenance.
 //!
 //! This module is pure: the policy arrives as text, the entries as values, and the decision
-//! leaves as a value for the caller to log and act on. The rules are written out in
+//! leaves as a value for the caller to log and act on; it borrows the call and the entries, and
+//! writes its human text only when asked ([`GateDecision`]). The rules are written out in
 //! `docs/gate.md`.
 
 mod call;
 mod decide;
+mod decision;
 mod error;
 mod ids;
 mod judge;
+mod message;
 mod param_type;
 mod policy;
 mod prepared;
 mod provenance;
 mod repair;
+mod summary;
 mod trace;
+mod wire;
+mod words;
 
 pub use call::ToolCall;
 pub use decide::decide;
+pub use decision::{Decision, GateDecision, Outcome, ParamReason, Repair, Via};
 pub use error::GateError;
 pub use param_type::{Amount, Date, NormValue, ParamType, ParamValue, ValueError};
 pub use policy::{
@@ -36,8 +43,6 @@ pub use prepared::PreparedContext;
 use crate::entry::EntryKind;
 use crate::hash::EntryId;
 use crate::label::{Fallback, TrustLabel, Weight};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// An entry of the active context, as the gate sees it.
@@ -164,131 +169,4 @@ impl<'a> GateInput<'a> {
         self.repair_pool = pool;
         self
     }
-}
-
-/// The gate's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// Every checked parameter is justified within its required label (or the tool is not
-    /// sensitive).
-    Allow,
-    /// Some parameter is not, and could not be repaired.
-    Deny,
-    /// Some parameters were replaced by values of trusted provenance; the repaired call passes.
-    Repair,
-}
-
-impl Decision {
-    /// `allow`, `deny` or `repair`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Allow => "allow",
-            Decision::Deny => "deny",
-            Decision::Repair => "repair",
-        }
-    }
-}
-
-/// What became of one checked parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Justified at or below the required label.
-    Justified,
-    /// Nothing justifies it, and the policy allows that.
-    UnjustifiedAllowed,
-    /// Nothing justifies it, and the policy denies that.
-    UnjustifiedDenied,
-    /// Justified only at a label above the required one.
-    Untrusted,
-    /// Replaced by a value of trusted provenance.
-    Repaired,
-    /// Not in the call (or `null`): nothing to check.
-    Absent,
-}
-
-impl Outcome {
-    /// Whether this outcome denies the call.
-    pub fn fails(self) -> bool {
-        matches!(self, Outcome::UnjustifiedDenied | Outcome::Untrusted)
-    }
-}
-
-/// How a parameter was traced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Via {
-    /// Explicit citation.
-    Citation,
-    /// Normalised value matching against the entries' content.
-    ValueMatch,
-    /// Attribution weights (the call judged as a derived entry).
-    Attribution,
-    /// Nothing justifies it.
-    None,
-}
-
-/// The reason for one checked parameter.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ParamReason {
-    /// The parameter.
-    pub param: String,
-    /// What became of it.
-    pub outcome: Outcome,
-    /// How it was traced.
-    pub via: Via,
-    /// The entries that justify it (for a repaired parameter: its new value).
-    #[serde(with = "ids::list")]
-    pub justifying: Vec<EntryId>,
-    /// The label at which the value is justified: the decisive entry's value label (see
-    /// `docs/gate.md`, "Decision rules"); `None` when nothing justifies it.
-    pub label: Option<TrustLabel>,
-    /// For an untrusted (or repaired) parameter: the decisive (least trusted) justifying entry.
-    #[serde(with = "ids::opt")]
-    pub offending: Option<EntryId>,
-    /// The offending entry's lineage path to its untrusted root, the entry first.
-    #[serde(with = "ids::list")]
-    pub taint_path: Vec<EntryId>,
-    /// A sentence a person can read.
-    pub message: String,
-}
-
-/// One replaced parameter.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Repair {
-    /// The parameter.
-    pub param: String,
-    /// The value the model produced.
-    pub old: Value,
-    /// The value of trusted provenance that replaces it.
-    pub new: Value,
-    /// The entry that supplies the new value.
-    #[serde(with = "ids::one")]
-    pub source: EntryId,
-    /// That entry's label.
-    pub source_label: TrustLabel,
-}
-
-/// The gate's decision on one call, with its reasons: what the caller logs and acts on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GateDecision {
-    /// Allow, deny or repair.
-    pub decision: Decision,
-    /// The tool.
-    pub tool: String,
-    /// The policy's mode.
-    pub mode: Mode,
-    /// Whether the caller dispatches the call: in enforce mode for allow and repair; in record
-    /// mode always.
-    pub dispatched: bool,
-    /// One sentence summing up the decision.
-    pub summary: String,
-    /// One reason per parameter the policy names for this tool, in name order.
-    pub reasons: Vec<ParamReason>,
-    /// The arguments to dispatch: the repaired ones for a repair in enforce mode, else the
-    /// original ones (record mode dispatches the call as made).
-    pub arguments: Map<String, Value>,
-    /// The replaced parameters, for a repair.
-    pub repairs: Vec<Repair>,
 }

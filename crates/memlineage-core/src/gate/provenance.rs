@@ -22,16 +22,18 @@
 use super::{Ancestry, ContextEntry};
 use crate::hash::EntryId;
 use crate::label::TrustLabel;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// The value label of one carrier.
-pub(crate) struct Origin {
+#[derive(Clone)]
+pub(crate) struct Origin<'a> {
     /// The carrier's value label: at least its own label.
     pub(crate) label: TrustLabel,
     /// The lineage path of the taint, the carrier first: through the ancestors that carried the
     /// value to the one where it first appeared, then that entry's own path to its untrusted
-    /// root. The carrier's own taint path when no ancestor raised the label.
-    pub(crate) path: Vec<EntryId>,
+    /// root. The carrier's own taint path (borrowed) when no ancestor raised the label.
+    pub(crate) path: Cow<'a, [EntryId]>,
     /// The ancestor where the value first appeared, when it raised the label above the
     /// carrier's own.
     pub(crate) raised_by: Option<EntryId>,
@@ -53,16 +55,16 @@ struct Memo {
 
 /// Computes the value label of `start`, a context entry that carries the value (or that is
 /// cited for it); `carries` says whether an entry's content carries the value.
-pub(crate) fn value_origin(
-    start: &ContextEntry,
+pub(crate) fn value_origin<'a>(
+    start: &'a ContextEntry,
     ancestry: &Ancestry,
     carries: &mut dyn FnMut(&ContextEntry) -> bool,
-) -> Origin {
+) -> Origin<'a> {
     if ancestry.get(&start.id).is_none_or(|n| n.parents.is_empty()) {
         // No parents: the carrier is where the value first appears.
         return Origin {
             label: start.label,
-            path: start.taint_path.clone(),
+            path: Cow::Borrowed(&start.taint_path),
             raised_by: None,
         };
     }
@@ -159,7 +161,7 @@ pub(crate) fn value_origin(
     if top.label <= start.label {
         return Origin {
             label: start.label,
-            path: start.taint_path.clone(),
+            path: Cow::Borrowed(&start.taint_path),
             raised_by: None,
         };
     }
@@ -196,7 +198,7 @@ pub(crate) fn value_origin(
     }
     Origin {
         label: top.label,
-        path,
+        path: Cow::Owned(path),
         raised_by: Some(origin),
     }
 }

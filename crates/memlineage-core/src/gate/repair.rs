@@ -8,13 +8,13 @@
 //! ambiguous, deny. None: deny. Free text is never repaired. The repaired call is then checked
 //! again from scratch (citations of the replaced parameters no longer apply), and must pass.
 
-use super::decide::{
-    Checked, check_all, deny_summary, entry_desc, failing_names, finish, name_list, show_json,
-};
+use super::decide::{check_all, finish};
 use super::error::GateError;
 use super::judge::carrier_origin;
-use super::param_type::{NormValue, ParamType, ParamValue};
+use super::message::{Candidate, RepairNote, Said};
+use super::param_type::{NormValue, ParamValue};
 use super::policy::{Carriers, ParamPolicy, Policy, ToolPolicy};
+use super::summary::Summary;
 use super::trace::Entries;
 use super::{ContextEntry, Decision, GateDecision, GateInput, Outcome, ParamReason, Repair};
 use serde_json::Value;
@@ -109,171 +109,132 @@ pub(crate) fn pick<'a>(
     Pick::Nothing
 }
 
-fn type_phrase(kind: &ParamType) -> String {
-    match kind {
-        ParamType::Regex(_) => "matching the pattern".to_string(),
-        other => format!("of type {}", other.name()),
-    }
-}
-
-/// Tries to repair every failing parameter of `checked`, then re-checks the repaired call.
-pub(crate) fn attempt(
+/// Tries to repair every failing parameter of `checked` (the reasons of `tool`'s parameters,
+/// in order), then re-checks the repaired call.
+pub(crate) fn attempt<'a>(
     policy: &Policy,
     tool: &ToolPolicy,
-    input: &GateInput<'_>,
-    mut checked: Vec<Checked<'_>>,
+    input: &GateInput<'a>,
+    mut checked: Vec<ParamReason<'a>>,
     scratch: &mut String,
-) -> Result<GateDecision, GateError> {
+) -> Result<GateDecision<'a>, GateError> {
     let call = input.call;
-    let mut args = call.arguments.clone();
     let mut repairs: Vec<Repair> = Vec::new();
-    let mut extra: Vec<&ContextEntry> = Vec::new();
-    let mut notes: Vec<(usize, String)> = Vec::new();
+    let mut extra: Vec<&'a ContextEntry> = Vec::new();
+    let mut notes: Vec<(usize, RepairNote<'a>)> = Vec::new();
     let mut refused = false;
-    for (i, c) in checked.iter().enumerate() {
-        if !c.reason.outcome.fails() {
+    for (i, (c, pp)) in checked.iter().zip(tool.params.values()).enumerate() {
+        if !c.outcome.fails() {
             continue;
         }
-        match pick(policy, c.policy, input, scratch) {
+        let note = match pick(policy, pp, input, scratch) {
             Pick::Found(v, src) => {
-                let old = call.arguments.get(c.name).cloned().unwrap_or(Value::Null);
+                let old = call
+                    .arguments
+                    .get(&*c.param)
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 let new = v.to_json(&old);
-                args.insert(c.name.to_string(), new.clone());
                 if !input.context.iter().any(|e| e.id == src.id)
                     && !extra.iter().any(|e| e.id == src.id)
                 {
                     extra.push(src);
                 }
-                notes.push((
-                    i,
-                    format!(
-                        "Repaired to {} from {}, the only trusted candidate {}.",
-                        show_json(&new),
-                        entry_desc(src),
-                        type_phrase(&c.policy.kind)
-                    ),
-                ));
                 repairs.push(Repair {
-                    param: c.name.to_string(),
+                    param: c.param.to_string(),
                     old,
-                    new,
+                    new: new.clone(),
                     source: src.id,
                     source_label: src.label,
                 });
+                RepairNote::Repaired(Candidate {
+                    new,
+                    source: src,
+                    kind: pp.kind.name(),
+                })
             }
             Pick::Ambiguous(values) => {
                 refused = true;
-                let shown: Vec<String> = values.iter().take(5).map(|v| format!("{v}")).collect();
-                notes.push((
-                    i,
-                    format!(
-                        "No repair: ambiguous: {} trusted candidates ({}{}).",
-                        values.len(),
-                        shown.join(", "),
-                        if values.len() > 5 { ", …" } else { "" }
-                    ),
-                ));
+                RepairNote::Ambiguous(values)
             }
             Pick::Nothing => {
                 refused = true;
-                notes.push((
-                    i,
-                    format!(
-                        "No repair: no trusted candidate {} in the context or the repair pool.",
-                        type_phrase(&c.policy.kind)
-                    ),
-                ));
+                RepairNote::Nothing(pp.kind.name())
             }
             Pick::NotRepairable => {
                 refused = true;
-                notes.push((i, "No repair: free text cannot be repaired.".to_string()));
+                RepairNote::FreeText
             }
-        }
+        };
+        notes.push((i, note));
     }
     if refused {
-        let failing = failing_names(&checked);
         for (i, note) in notes {
-            let msg = &mut checked[i].reason.message;
-            msg.push(' ');
-            if let Some(found) = note.strip_prefix("Repaired to ") {
-                msg.push_str("A repair was found (");
-                msg.push_str(found.trim_end_matches('.'));
-                msg.push_str(
-                    "), but the call is denied because other parameters cannot be repaired.",
-                );
-            } else {
-                msg.push_str(&note);
+            let note = match note {
+                RepairNote::Repaired(c) => RepairNote::Unused(c),
+                other => other,
+            };
+            if let Some(reason) = checked.get_mut(i) {
+                add_note(reason, note);
             }
         }
-        let summary = deny_summary(&failing, &call.name);
-        let reasons = checked.into_iter().map(|c| c.reason).collect();
         return Ok(finish(
             policy,
             input,
             Decision::Deny,
-            summary,
-            reasons,
-            None,
+            Summary::Denied,
+            checked,
             Vec::new(),
         ));
     }
-    let replaced: Vec<&str> = repairs.iter().map(|r| r.param.as_str()).collect();
     let entries = Entries {
         main: input.context,
         extra: &extra,
     };
-    let rechecked = check_all(policy, tool, &args, input, entries, &replaced, scratch)?;
-    let still = failing_names(&rechecked);
-    if !still.is_empty() {
-        let summary = format!(
-            "Denied: the repaired call still fails on {}.",
-            name_list(&still)
-        );
-        let reasons = rechecked.into_iter().map(|c| c.reason).collect();
+    let rechecked = check_all(policy, tool, input, entries, &repairs, scratch)?;
+    if rechecked.iter().any(|r| r.outcome.fails()) {
         return Ok(finish(
             policy,
             input,
             Decision::Deny,
-            summary,
-            reasons,
-            None,
+            Summary::StillFails,
+            rechecked,
             Vec::new(),
         ));
     }
-    let mut reasons: Vec<ParamReason> = Vec::with_capacity(checked.len());
-    for (i, (orig, re)) in checked.into_iter().zip(rechecked).enumerate() {
-        let Some((_, note)) = notes.iter().find(|(j, _)| *j == i) else {
-            reasons.push(re.reason);
+    let mut notes = notes.into_iter().peekable();
+    let mut reasons: Vec<ParamReason<'a>> = Vec::with_capacity(checked.len());
+    for (i, (mut orig, re)) in checked.into_iter().zip(rechecked).enumerate() {
+        let Some((_, note)) = notes.next_if(|(j, _)| *j == i) else {
+            reasons.push(re);
             continue;
         };
+        add_note(&mut orig, note);
         reasons.push(ParamReason {
-            param: orig.reason.param,
+            param: orig.param,
             outcome: Outcome::Repaired,
-            via: re.reason.via,
-            justifying: re.reason.justifying,
-            label: re.reason.label,
-            offending: orig.reason.offending,
-            taint_path: orig.reason.taint_path,
-            message: format!("{} {note}", orig.reason.message),
+            via: re.via,
+            justifying: re.justifying,
+            label: re.label,
+            offending: orig.offending,
+            taint_path: orig.taint_path,
+            said: orig.said,
         });
     }
-    let summary = format!(
-        "Repaired: {} of `{}` replaced by {} of trusted provenance.",
-        name_list(&replaced),
-        call.name,
-        if replaced.len() == 1 {
-            "a value"
-        } else {
-            "values"
-        }
-    );
     Ok(finish(
         policy,
         input,
         Decision::Repair,
-        summary,
+        Summary::Repaired,
         reasons,
-        Some(args),
         repairs,
     ))
+}
+
+/// Appends what repair made of a failing parameter to its message (a failing parameter was
+/// always checked, so its message holds facts).
+fn add_note<'a>(reason: &mut ParamReason<'a>, note: RepairNote<'a>) {
+    if let Said::Checked(facts) = &mut reason.said {
+        facts.repair = Some(note);
+    }
 }

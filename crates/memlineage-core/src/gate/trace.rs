@@ -13,13 +13,13 @@ use crate::label::Weight;
 /// The entries a trace may use: the context, plus (when re-checking a repair) the pool entries
 /// that supplied new values.
 #[derive(Clone, Copy)]
-pub(crate) struct Entries<'a> {
+pub(crate) struct Entries<'s, 'a> {
     pub(crate) main: &'a [ContextEntry],
-    pub(crate) extra: &'a [&'a ContextEntry],
+    pub(crate) extra: &'s [&'a ContextEntry],
 }
 
-impl<'a> Entries<'a> {
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &'a ContextEntry> + use<'a> {
+impl<'s, 'a> Entries<'s, 'a> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &'a ContextEntry> + use<'s, 'a> {
         self.main.iter().chain(self.extra.iter().copied())
     }
 
@@ -28,7 +28,7 @@ impl<'a> Entries<'a> {
     }
 
     /// Every entry with its position in `main` (`None` for the extra entries).
-    fn positioned(&self) -> impl Iterator<Item = (Option<usize>, &'a ContextEntry)> + use<'a> {
+    fn positioned(&self) -> impl Iterator<Item = (Option<usize>, &'a ContextEntry)> + use<'s, 'a> {
         self.main
             .iter()
             .enumerate()
@@ -54,14 +54,14 @@ pub(crate) struct Traced<'a> {
 }
 
 /// What one trace needs.
-pub(crate) struct TraceArgs<'x, 'a> {
+pub(crate) struct TraceArgs<'x, 's, 'a> {
     pub(crate) kind: &'x ParamType,
     pub(crate) value: &'x ParamValue,
     pub(crate) citations: Option<&'x [EntryId]>,
     pub(crate) verify_citations: bool,
     pub(crate) attribution: Option<&'x [(EntryId, Weight)]>,
     pub(crate) tau: Weight,
-    pub(crate) entries: Entries<'a>,
+    pub(crate) entries: Entries<'s, 'a>,
     /// The values of `entries.main`, extracted once (checked to match it by the caller).
     pub(crate) prepared: Option<&'x PreparedContext>,
 }
@@ -72,8 +72,14 @@ fn push_unique<'a>(v: &mut Vec<&'a ContextEntry>, e: &'a ContextEntry) {
     }
 }
 
-/// Traces one parameter value; `scratch` is reused for folding free text.
-pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'a> {
+/// Traces one parameter value; `scratch` is reused for folding free text, and `justifying` (its
+/// contents dropped) holds the justifying entries, so that one allocation serves every parameter
+/// of a decision.
+pub(crate) fn trace<'a>(
+    a: &TraceArgs<'_, '_, 'a>,
+    scratch: &mut String,
+    mut justifying: Vec<&'a ContextEntry>,
+) -> Traced<'a> {
     let carries = |pos: Option<usize>, e: &ContextEntry, scratch: &mut String| {
         if let (Some(i), Some(p)) = (pos, a.prepared)
             && let Some(hit) = p.carries(i, a.kind, a.value)
@@ -84,8 +90,8 @@ pub(crate) fn trace<'a>(a: &TraceArgs<'_, 'a>, scratch: &mut String) -> Traced<'
             .as_deref()
             .is_some_and(|c| a.kind.any_occurs(a.value, c, scratch))
     };
+    justifying.clear();
     let mut ignored = Vec::new();
-    let mut justifying = Vec::new();
     if let Some(cited) = a.citations {
         for id in cited {
             let Some((pos, e)) = a.entries.find_positioned(id) else {

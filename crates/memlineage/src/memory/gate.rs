@@ -55,8 +55,8 @@ impl GateRequest {
 /// The decision and the log record that holds it.
 #[derive(Clone, Debug)]
 pub struct GateOutcome {
-    /// The decision.
-    pub decision: GateDecision,
+    /// The decision, with its texts written out (it outlives the context it was decided on).
+    pub decision: GateDecision<'static>,
     /// The signed `gate_decision` record appended to the log.
     pub record: Written,
 }
@@ -118,7 +118,9 @@ impl<S: Store> Memory<S> {
         if req.repair {
             input = input.with_repair(&pool);
         }
-        let decision = gate::decide(policy, &input).map_err(Error::Gate)?;
+        let decision = gate::decide(policy, &input)
+            .map_err(Error::Gate)?
+            .into_owned();
         let record = serde_json::json!({
             "call": {"name": req.call.name, "arguments": req.call.arguments},
             "context": req.context,

@@ -43,12 +43,23 @@ impl Amount {
         self.negative
     }
 
-    /// The mantissa and scale with trailing fractional zeros removed.
-    fn canonical(&self) -> (bool, u128, u32) {
+    /// The mantissa and scale with trailing fractional zeros removed: two amounts are equal
+    /// exactly when these are.
+    pub(crate) fn canonical(&self) -> (bool, u128, u32) {
         let (mut m, mut s) = (self.mantissa, self.scale);
-        while s > 0 && m % 10 == 0 {
-            m /= 10;
-            s -= 1;
+        // Every amount a text or a call holds in practice fits 64 bits, where dividing by ten
+        // is a multiplication; 128-bit division is a library call (it dominated comparisons).
+        if let Ok(mut small) = u64::try_from(m) {
+            while s > 0 && small % 10 == 0 {
+                small /= 10;
+                s -= 1;
+            }
+            m = u128::from(small);
+        } else {
+            while s > 0 && m % 10 == 0 {
+                m /= 10;
+                s -= 1;
+            }
         }
         (self.negative && m != 0, m, s)
     }
@@ -89,6 +100,13 @@ impl Amount {
         }
         if let Some(i) = n.as_i64() {
             return Amount::new(i < 0, u128::from(i.unsigned_abs()), 0);
+        }
+        // A float prints in at most 24 bytes: no need to allocate its text.
+        let mut text = StackText::default();
+        if fmt::Write::write_fmt(&mut text, format_args!("{n}")).is_ok()
+            && let Some(t) = text.as_str()
+        {
+            return parse_scientific(t);
         }
         parse_scientific(&n.to_string())
     }
@@ -209,6 +227,37 @@ fn strip_currency_suffix(t: &str) -> &str {
 }
 
 /// `-?digits(.digits)?([eE][+-]?digits)?`, the way serde_json prints a float.
+/// A short text on the stack; writing more than it holds fails.
+struct StackText {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        StackText {
+            buf: [0; 40],
+            len: 0,
+        }
+    }
+}
+
+impl StackText {
+    fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(self.buf.get(..self.len)?).ok()
+    }
+}
+
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 fn parse_scientific(s: &str) -> Option<Amount> {
     let (negative, s) = match s.strip_prefix('-') {
         Some(r) => (true, r),
@@ -480,6 +529,39 @@ pub(crate) fn occurs(want: &Amount, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_floats_read_as_their_text() {
+        for v in [
+            98.7,
+            -5.25,
+            1e21,
+            1.5e-7,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            0.1 + 0.2,
+        ] {
+            let Some(n) = serde_json::Number::from_f64(v) else {
+                panic!("{v} is finite");
+            };
+            assert_eq!(
+                Amount::from_json(&n),
+                parse_scientific(&n.to_string()),
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn big_mantissas_compare_by_value() {
+        let big = |m: u128, s| Amount::new(false, m, s);
+        assert_eq!(big(u128::MAX / 10 * 10, 1), big(u128::MAX / 10, 0));
+        assert_eq!(big(9870, 2), big(987, 1));
+        assert_ne!(
+            big(u128::from(u64::MAX) * 10, 1),
+            big(u128::from(u64::MAX), 1)
+        );
+    }
 
     fn all(text: &str) -> Vec<String> {
         let mut v = Vec::new();

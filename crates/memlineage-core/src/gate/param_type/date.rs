@@ -16,7 +16,8 @@
 //! the safe outcome). Years have four digits.
 
 use super::scan::{
-    alnum_at, alnum_end, blanks_end, digit_at, digits_end, has_digit, is_alnum, small_number,
+    alnum_at, alnum_end, blanks_end, digit_at, digits_end, has_digit, is_alnum, rfind4,
+    small_number,
 };
 use std::fmt;
 use std::ops::ControlFlow;
@@ -73,9 +74,10 @@ impl fmt::Display for Date {
 }
 
 impl Date {
-    /// A cheap necessary condition for this date to occur in `text`: every written form holds
-    /// the four-digit year.
-    pub(crate) fn may_occur_in(&self, text: &str) -> bool {
+    /// Where the last occurrence of this date's four-digit year starts in `text`, if any. Every
+    /// written form holds the year, so this date does not occur in a text without it, nor
+    /// starts after that position.
+    pub(crate) fn last_year_at(&self, text: &str) -> Option<usize> {
         let y = self.year;
         let buf = [
             b'0' + (y / 1000 % 10) as u8,
@@ -83,7 +85,7 @@ impl Date {
             b'0' + (y / 10 % 10) as u8,
             b'0' + (y % 10) as u8,
         ];
-        std::str::from_utf8(&buf).is_ok_and(|needle| text.contains(needle))
+        rfind4(text.as_bytes(), buf)
     }
 }
 
@@ -265,6 +267,16 @@ pub(crate) fn parse_param(s: &str) -> Option<Reading> {
 /// Calls `f(start, end, reading)` for every date in `text`.
 pub(crate) fn for_each(
     text: &str,
+    f: impl FnMut(usize, usize, Reading) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    for_each_up_to(text, usize::MAX, f)
+}
+
+/// As [`for_each`], for the dates that start at or before `last` only (the scan stops there;
+/// the dates it reports are the same, in the same order).
+pub(crate) fn for_each_up_to(
+    text: &str,
+    last: usize,
     mut f: impl FnMut(usize, usize, Reading) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let b = text.as_bytes();
@@ -272,7 +284,7 @@ pub(crate) fn for_each(
         return ControlFlow::Continue(());
     }
     let mut i = 0;
-    while i < b.len() {
+    while i < b.len() && i <= last {
         let c = b[i];
         if !is_alnum(c) {
             i += 1;

@@ -26,6 +26,27 @@ pub(crate) fn is_shape(b: &[u8]) -> bool {
 
 /// Normalises a parameter value: drops whitespace and hyphens, upper-cases, checks the shape.
 pub(crate) fn normalise(s: &str) -> Option<String> {
+    if s.is_ascii() {
+        // The usual case, byte by byte (the same rules: ASCII white space as
+        // `char::is_whitespace` sees it, vertical tab included).
+        let mut buf = [0u8; MAX_LEN];
+        let mut len = 0;
+        for &b in s.as_bytes() {
+            if matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b'-') {
+                continue;
+            }
+            if !b.is_ascii_alphanumeric() || len == MAX_LEN {
+                return None;
+            }
+            buf[len] = b.to_ascii_uppercase();
+            len += 1;
+        }
+        let out = buf.get(..len)?;
+        if !is_shape(out) {
+            return None;
+        }
+        return std::str::from_utf8(out).ok().map(str::to_string);
+    }
     let mut out = String::with_capacity(s.len().min(MAX_LEN));
     for c in s.chars() {
         if c.is_whitespace() || c == '-' {
@@ -191,6 +212,40 @@ mod tests {
         );
         assert!(all("AB12 short").is_empty());
         assert!(all("XGB29NWBK60161331926819").is_empty());
+    }
+
+    #[test]
+    fn normalising_ascii_and_unicode_agree() {
+        for s in [
+            "GB29 NWBK 6016 1331 9268 19",
+            "gb29-nwbk-6016-1331-9268-19",
+            "GB29\u{b}NWBK\t60161331926819\r\n",
+            "GB29NWBK60161331926819X1234567890123",
+            "GB29 NWBK 6016 1331 9268 1é",
+            "GB29\u{a0}NWBK60161331926819",
+            "GB29_NWBK60161331926819",
+            "",
+        ] {
+            // The general path, as it was before the ASCII one.
+            let mut slow = String::new();
+            let mut ok = true;
+            for c in s.chars() {
+                if c.is_whitespace() || c == '-' {
+                    continue;
+                }
+                if !c.is_ascii_alphanumeric() || slow.len() == MAX_LEN {
+                    ok = false;
+                    break;
+                }
+                slow.push(c.to_ascii_uppercase());
+            }
+            let slow = (ok && is_shape(slow.as_bytes())).then_some(slow);
+            assert_eq!(normalise(s), slow, "{s:?}");
+        }
+        assert_eq!(
+            normalise("gb29 nwbk 6016 1331 9268 19").as_deref(),
+            Some("GB29NWBK60161331926819")
+        );
     }
 
     #[test]

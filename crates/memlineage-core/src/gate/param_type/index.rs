@@ -2,22 +2,54 @@
 //!
 //! For amounts, dates, e-mail addresses and URLs a value *occurs* in a text exactly when it is
 //! one of the values extraction finds there (the table in the module documentation), so the
-//! extracted values answer [`ParamType::occurs_with`] by lookup. Free text is answered from the
-//! folded text (folded containment is substring containment in the folded text). IBANs and
-//! regex tokens are matched where they stand (their matchers are already substring searches),
-//! so the index has nothing for them and the caller scans.
+//! extracted values answer [`ParamType::occurs_with`] by lookup (amounts in canonical form, so a
+//! lookup compares integers). Free text is answered from the folded text (folded containment is
+//! substring containment in the folded text). IBANs and regex tokens are matched where they
+//! stand (their matchers are already substring searches), but an IBAN occurs only where its two
+//! check digits do, so the index keeps which pairs of adjacent digits the text has and answers
+//! "no" for an IBAN whose pair it lacks; otherwise the caller scans.
 
+use super::scan::has_digit;
 use super::{NormValue, ParamType, ParamValue, amount, date, email, text, url};
 use std::ops::ControlFlow;
 
 /// The extracted values of one text.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ValueIndex {
-    amounts: Vec<amount::Amount>,
+    /// Canonical forms (`Amount::canonical`), without duplicates.
+    amounts: Vec<(bool, u128, u32)>,
     dates: Vec<date::Date>,
     emails: Vec<String>,
     urls: Vec<String>,
     folded: String,
+    /// Bit `10 a + b` is set when the digits `a` and `b` stand next to each other.
+    digit_pairs: u128,
+}
+
+/// The bit of the digit pair `a b`, `None` unless both are ASCII digits.
+fn pair_bit(a: u8, b: u8) -> Option<u128> {
+    (a.is_ascii_digit() && b.is_ascii_digit())
+        .then(|| 1u128 << (u32::from(a - b'0') * 10 + u32::from(b - b'0')))
+}
+
+/// The pairs of adjacent digits of `b`, as bits (see [`pair_bit`]). Most of a text has no
+/// digits: chunks without one are skipped by a vectorised test.
+fn digit_pairs(b: &[u8]) -> u128 {
+    let mut bits = 0;
+    for (c, chunk) in b.chunks(32).enumerate() {
+        if !has_digit(chunk) {
+            continue;
+        }
+        let start = c * 32;
+        for i in start..start + chunk.len() {
+            if let (Some(&x), Some(&y)) = (b.get(i), b.get(i + 1))
+                && let Some(bit) = pair_bit(x, y)
+            {
+                bits |= bit;
+            }
+        }
+    }
+    bits
 }
 
 impl ValueIndex {
@@ -25,11 +57,13 @@ impl ValueIndex {
     pub(crate) fn new(text: &str) -> ValueIndex {
         let mut ix = ValueIndex::default();
         let _ = amount::for_each(text, |_, _, a| {
-            if !ix.amounts.contains(&a) {
-                ix.amounts.push(a);
+            let key = a.canonical();
+            if !ix.amounts.contains(&key) {
+                ix.amounts.push(key);
             }
             ControlFlow::Continue(())
         });
+        ix.digit_pairs = digit_pairs(text.as_bytes());
         let _ = date::for_each(text, |_, _, r| {
             let (a, b) = match r {
                 date::Reading::One(d) => (d, None),
@@ -48,18 +82,39 @@ impl ValueIndex {
         ix
     }
 
-    /// Whether some reading of `pv` occurs in the indexed text; `None` when the type is not
-    /// indexed (IBAN, regex) and the caller must scan.
+    /// Whether some reading of `pv` occurs in the indexed text; `None` when the index cannot
+    /// tell (a regex token, or an IBAN whose check digits the text has) and the caller must scan.
     pub(crate) fn any_occurs(&self, kind: &ParamType, pv: &ParamValue) -> Option<bool> {
-        if matches!(kind, ParamType::Iban | ParamType::Regex(_)) {
-            return None;
+        match kind {
+            ParamType::Regex(_) => None,
+            ParamType::Iban => {
+                for v in pv.iter() {
+                    if self.may_hold_iban(v)? {
+                        return None;
+                    }
+                }
+                Some(false)
+            }
+            _ => Some(pv.iter().any(|v| self.occurs(kind, v))),
         }
-        Some(pv.iter().any(|v| self.occurs(kind, v)))
+    }
+
+    /// Whether the IBAN `v` may occur: its check digits (`iban::occurs` looks for them first)
+    /// stand next to each other in the text. `None` for a value the index cannot judge.
+    fn may_hold_iban(&self, v: &NormValue) -> Option<bool> {
+        let NormValue::Iban(s) = v else {
+            return Some(false);
+        };
+        match s.as_bytes() {
+            [_, _, a, b, ..] => Some(self.digit_pairs & pair_bit(*a, *b)? != 0),
+            // `iban::occurs` finds no IBAN shorter than four characters.
+            _ => Some(false),
+        }
     }
 
     fn occurs(&self, kind: &ParamType, v: &NormValue) -> bool {
         match (kind, v) {
-            (ParamType::Amount, NormValue::Amount(a)) => self.amounts.contains(a),
+            (ParamType::Amount, NormValue::Amount(a)) => self.amounts.contains(&a.canonical()),
             (ParamType::Date, NormValue::Date(d)) => self.dates.contains(d),
             (ParamType::Email, NormValue::Email(s)) => self.emails.iter().any(|e| e == s),
             (ParamType::Url, NormValue::Url(s)) => self.urls.iter().any(|u| u == s),
@@ -68,5 +123,25 @@ impl ValueIndex {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digit_pairs_span_chunks() {
+        let mut text = "x".repeat(31);
+        text.push_str("12 ab 3");
+        text.push_str(&"y".repeat(40));
+        text.push('9');
+        let bits = digit_pairs(text.as_bytes());
+        assert_eq!(bits, pair_bit(b'1', b'2').unwrap_or(0));
+        assert_eq!(digit_pairs(b"2025-03-14"), {
+            let p = |a, b| pair_bit(a, b).unwrap_or(0);
+            p(b'2', b'0') | p(b'0', b'2') | p(b'2', b'5') | p(b'0', b'3') | p(b'1', b'4')
+        });
+        assert_eq!(digit_pairs(b""), 0);
     }
 }

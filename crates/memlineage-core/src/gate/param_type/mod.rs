@@ -304,19 +304,24 @@ impl ParamType {
         match (self, v) {
             (ParamType::Iban, NormValue::Iban(s)) => iban::occurs(s, text),
             (ParamType::Amount, NormValue::Amount(want)) => amount::occurs(want, text),
-            (ParamType::Date, NormValue::Date(want)) if !want.may_occur_in(text) => false,
-            (ParamType::Date, NormValue::Date(want)) => date::for_each(text, |_, _, r| {
-                let hit = match r {
-                    date::Reading::One(d) => d == *want,
-                    date::Reading::Two(a, b) => a == *want || b == *want,
+            (ParamType::Date, NormValue::Date(want)) => {
+                // A date that holds the year starts at or before the year's last occurrence.
+                let Some(last) = want.last_year_at(text) else {
+                    return false;
                 };
-                if hit {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })
-            .is_break(),
+                date::for_each_up_to(text, last, |_, _, r| {
+                    let hit = match r {
+                        date::Reading::One(d) => d == *want,
+                        date::Reading::Two(a, b) => a == *want || b == *want,
+                    };
+                    if hit {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                })
+                .is_break()
+            }
             (ParamType::Email, NormValue::Email(s)) => email::occurs(s, text),
             (ParamType::Url, NormValue::Url(s)) => url::occurs(s, text),
             (ParamType::FreeText, NormValue::Text(s)) => text::contains_folded(s, text, scratch),

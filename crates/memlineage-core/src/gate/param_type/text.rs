@@ -44,38 +44,85 @@ fn is_ascii_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
+/// Text positions the prefilter of [`contains_folded_ascii`] tests at once.
+const CHUNK: usize = 32;
+
 /// Folded containment of an ASCII folded `value` in an ASCII `text`, without folding the text:
 /// letters compare case-insensitively and each space of the value matches a run of white space.
+///
+/// Most positions cannot start a match, so a chunk of positions is first tested for the value's
+/// first bytes at once (up to three, up to its first space), without branches (the compiler
+/// vectorises it); only a chunk that may hold a match, and the last few positions, are tested
+/// one by one. `c | 0x20` maps an upper-case letter onto its lower case (and other bytes onto
+/// some byte), so the prefilter never rejects a position the exact test accepts. A space of the
+/// value matches any white space, so it and what follows are not prefiltered.
 fn contains_folded_ascii(value: &[u8], text: &[u8]) -> bool {
-    let Some(&first) = value.first() else {
+    let mut key = [0u8; 3];
+    let mut width = 0;
+    for &v in value.iter().take(3) {
+        if v == b' ' {
+            break;
+        }
+        key[width] = v | 0x20;
+        width += 1;
+    }
+    if value.is_empty() {
         return false;
-    };
+    }
     let n = text.len();
-    for (i, &c) in text.iter().enumerate() {
-        if c.to_ascii_lowercase() != first {
-            continue;
-        }
-        let (mut j, mut k) = (i, 0);
-        while k < value.len() {
-            if value[k] == b' ' {
-                if j >= n || !is_ascii_ws(text[j]) {
-                    break;
-                }
-                while j < n && is_ascii_ws(text[j]) {
-                    j += 1;
-                }
-            } else if j < n && text[j].to_ascii_lowercase() == value[k] {
-                j += 1;
-            } else {
-                break;
-            }
-            k += 1;
-        }
-        if k == value.len() {
+    let mut start = 0;
+    while start < n {
+        let end = (start + CHUNK).min(n);
+        let window = text
+            .get(start..start + CHUNK + 2)
+            .and_then(|c| <&[u8; CHUNK + 2]>::try_from(c).ok());
+        let maybe = match window {
+            Some(w) => may_start_in(w, key, width),
+            None => true,
+        };
+        if maybe && (start..end).any(|i| folded_at(value, text, i)) {
             return true;
         }
+        start = end;
     }
     false
+}
+
+/// Whether some position `k < CHUNK` of `w` has `w[k + j] | 0x20 == key[j]` for every
+/// `j < width` (a `width` of 0 accepts every chunk).
+fn may_start_in(w: &[u8; CHUNK + 2], key: [u8; 3], width: usize) -> bool {
+    let mut acc = 0u8;
+    for k in 0..CHUNK {
+        let hit = |j: usize| u8::from(j >= width || (w[k + j] | 0x20) == key[j]);
+        acc |= hit(0) & hit(1) & hit(2);
+    }
+    acc != 0
+}
+
+/// Whether the ASCII folded `value` matches `text` at position `i` (see
+/// [`contains_folded_ascii`]).
+fn folded_at(value: &[u8], text: &[u8], i: usize) -> bool {
+    // A match starts on the value's first byte itself, even where that is a space.
+    if text.get(i).map(u8::to_ascii_lowercase) != value.first().copied() {
+        return false;
+    }
+    let n = text.len();
+    let mut j = i;
+    for &v in value {
+        if v == b' ' {
+            if j >= n || !is_ascii_ws(text[j]) {
+                return false;
+            }
+            while j < n && is_ascii_ws(text[j]) {
+                j += 1;
+            }
+        } else if j < n && text[j].to_ascii_lowercase() == v {
+            j += 1;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 /// Whether the folded, non-empty `value` is contained in the folded `text`; `scratch` is reused.
@@ -148,6 +195,38 @@ mod tests {
             &mut s
         ));
         assert!(!contains_folded("", "anything", &mut s));
+    }
+
+    /// The prefiltered search finds exactly what testing every position finds.
+    #[test]
+    fn prefiltered_containment_tests_every_position() {
+        let every = |value: &[u8], text: &[u8]| (0..text.len()).any(|i| folded_at(value, text, i));
+        let alphabet = b"aAbB \t\n@`[{0p";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % m as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let text: Vec<u8> = (0..next(140))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            let raw: Vec<u8> = (0..1 + next(4))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            let value = fold(std::str::from_utf8(&raw).unwrap_or_default());
+            let value = value.as_bytes();
+            if value.is_empty() {
+                continue;
+            }
+            assert_eq!(
+                contains_folded_ascii(value, &text),
+                every(value, &text),
+                "{value:?} in {text:?}"
+            );
+        }
     }
 
     #[test]
