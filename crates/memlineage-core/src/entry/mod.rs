@@ -9,6 +9,7 @@
 //! The byte format is specified in `docs/formats.md`.
 
 mod codec;
+mod direct;
 mod fields;
 /// The strict field reader, shared with the control-record codecs.
 pub(crate) mod fields_api {
@@ -18,6 +19,8 @@ mod kind;
 mod scope;
 mod signed;
 
+/// The direct leaf decoder, for the differential checks of `fuzz_checks`.
+pub(crate) use direct::decode_leaf as decode_leaf_direct;
 pub use kind::EntryKind;
 pub use scope::Scope;
 pub use signed::SignedEntry;
