@@ -10,6 +10,7 @@ mod effective;
 mod gate;
 mod label_cache;
 mod lineage;
+mod parent_labels;
 mod read;
 mod relabel;
 mod retrieve;

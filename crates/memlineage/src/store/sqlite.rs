@@ -7,6 +7,8 @@
 //! with a busy timeout); the guard runs inside the transaction, after the first index is fixed,
 //! so neither can lose or interleave the other's writes.
 
+mod buckets;
+mod entries;
 mod nodes;
 
 use super::schema::{CREATE, SCHEMA_VERSION};
@@ -27,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
-/// 30 texts, five of them bucketed node reads).
+/// 40 texts, fifteen of them bucketed reads of nodes and entries).
 const STATEMENT_CACHE: usize = 64;
 
 /// SQLite's page cache per connection, in KiB (the default is 2 MiB): room for a small
@@ -219,6 +221,16 @@ impl StoreRead for Reader<'_> {
         )?;
         rows.map(|r| r.map_err(Error::from).and_then(RawRow::into_entry))
             .collect()
+    }
+
+    /// One statement per bucket of indices (`sqlite/entries.rs`).
+    fn entries_by_index(&self, indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        entries::by_index(self.0, indices)
+    }
+
+    /// One statement per bucket of ids (`sqlite/entries.rs`).
+    fn entries_by_id(&self, ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        entries::by_id(self.0, ids)
     }
 
     /// One statement for the whole list (`sqlite/nodes.rs`).
@@ -459,6 +471,8 @@ delegate_read! {
     entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
     entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
     entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
     nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
     children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
     indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
