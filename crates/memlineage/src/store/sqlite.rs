@@ -10,6 +10,7 @@
 mod buckets;
 mod entries;
 mod nodes;
+mod search;
 
 use super::schema::{CREATE, SCHEMA_VERSION};
 use super::{
@@ -280,23 +281,9 @@ impl StoreRead for Reader<'_> {
             .optional()?)
     }
 
+    /// FTS5 ranks, the scope filter tests the best matches (`sqlite/search.rs`).
     fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error> {
-        let Some(fts_query) = fts_query(query) else {
-            return Ok(Vec::new());
-        };
-        let mut stmt = self.0.prepare_cached(
-            "SELECT e.idx FROM search s JOIN entries e ON e.idx = s.rowid \
-             WHERE search MATCH ?1 AND (e.scope = ?2 OR substr(e.scope, 1, length(?2) + 1) = ?2 || '/') \
-             ORDER BY bm25(search), e.idx LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![fts_query, scope, to_i64(limit as u64)?], |r| {
-            r.get::<_, i64>(0)
-        })?;
-        rows.map(|r| {
-            let i = r?;
-            u64::try_from(i).map_err(|_| Error::Integrity("negative index".into()))
-        })
-        .collect()
+        search::search(self.0, query, scope, limit)
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>, Error> {
@@ -437,22 +424,6 @@ impl StoreRead for Reader<'_> {
         Ok(Some(u64::try_from(n).map_err(|_| {
             Error::Integrity("negative edge count".into())
         })?))
-    }
-}
-
-/// Turns free text into a safe FTS5 query: every word becomes a quoted term, joined with OR,
-/// so no user input is ever parsed as FTS5 syntax.
-fn fts_query(query: &str) -> Option<String> {
-    let terms: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .take(64)
-        .map(|t| format!("\"{}\"", t.to_lowercase()))
-        .collect();
-    if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(" OR "))
     }
 }
 
@@ -638,18 +609,4 @@ fn apply_effect(tx: &Connection, effect: &Effect) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fts_query_quotes_every_term() {
-        assert_eq!(
-            fts_query("pay \"bill\" NEAR(x)").unwrap(),
-            "\"pay\" OR \"bill\" OR \"near\" OR \"x\""
-        );
-        assert_eq!(fts_query("  ,;  "), None);
-    }
 }
