@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
-/// 40 texts, fifteen of them bucketed reads of nodes and entries).
-const STATEMENT_CACHE: usize = 64;
+/// 25 texts besides at most 27 bucketed reads of nodes and entries, `sqlite/buckets.rs`).
+const STATEMENT_CACHE: usize = 96;
 
 /// SQLite's page cache per connection, in KiB (the default is 2 MiB): room for a small
 /// store's whole search index and entries, and for the upper B-tree levels of a large one.

@@ -35,13 +35,18 @@ fn build_sql(keys: usize, column: &str) -> String {
 
 fn by_index_sql(keys: usize) -> &'static str {
     static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
-    let texts = TEXTS.get_or_init(|| buckets::sizes().map(|k| build_sql(k, "idx")).collect());
+    let texts = TEXTS.get_or_init(|| {
+        buckets::SIZES
+            .iter()
+            .map(|&k| build_sql(k, "idx"))
+            .collect()
+    });
     texts.get(buckets::slot(keys)).map_or("", String::as_str)
 }
 
 fn by_id_sql(keys: usize) -> &'static str {
     static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
-    let texts = TEXTS.get_or_init(|| buckets::sizes().map(|k| build_sql(k, "id")).collect());
+    let texts = TEXTS.get_or_init(|| buckets::SIZES.iter().map(|&k| build_sql(k, "id")).collect());
     texts.get(buckets::slot(keys)).map_or("", String::as_str)
 }
 
