@@ -14,6 +14,7 @@ mod parent_labels;
 mod read;
 mod relabel;
 mod retrieve;
+mod signature_helper;
 mod signing;
 mod verified_note;
 mod write;
@@ -76,6 +77,9 @@ pub struct Memory<S: Store> {
     labels: label_cache::LabelCache,
     /// The last checkpoint note whose signature verified (`verified_note.rs`).
     verified_note: verified_note::VerifiedNote,
+    /// The helper thread that verifies retrievals' signatures beside them
+    /// (`signature_helper.rs`).
+    signatures: signature_helper::SignatureHelper,
     clock: Box<dyn Clock>,
 }
 
@@ -160,6 +164,7 @@ impl<S: Store> Memory<S> {
             }),
             labels: label_cache::LabelCache::default(),
             verified_note: verified_note::VerifiedNote::default(),
+            signatures: signature_helper::SignatureHelper::default(),
             clock: Box::new(SystemClock),
         }
     }

@@ -20,6 +20,7 @@ use super::distrusted::DistrustLog;
 use super::effective::EffectiveWalk;
 use super::parent_labels::ParentLabels;
 use super::read::{check_checkpoint_root, check_checkpoint_size};
+use super::signature_helper;
 use super::{EntryView, Memory};
 use crate::error::Error;
 use crate::store::{Store, StoredEntry};
@@ -159,14 +160,25 @@ impl<S: Store> Memory<S> {
         forgotten: Forgotten,
     ) -> Result<Retrieval, Error> {
         let (registry, distrust) = self.refresh_registry_and_distrust()?;
+        // Every candidate decoded first: their signatures go to the helper thread at once, to
+        // be verified beside all the other checks (`signature_helper.rs`); the signed labels of
+        // all returned entries are known and the leaves of all their other parents are read in
+        // one store call before the checks (`parent_labels.rs`); each parent is decoded once.
+        let indices: Vec<u64> = candidates.iter().map(|c| c.index).collect();
+        let decoded: Vec<Decoded> = candidates
+            .into_iter()
+            .filter(|c| forgotten == Forgotten::Include || c.forgotten_by.is_none())
+            .map(Decoded::new)
+            .collect();
+        let pending = self.signatures.start(signature_items(&decoded, &registry));
         let store_rule = self.store_rule();
         let mut walk = EffectiveWalk::new(&self.store, &registry, &distrust, store_rule)?;
         // The checkpoint the proofs anchor to; refreshed when this process holds the operator
         // key and entries were written since the last one.
         let mut checkpoint = self.signed_checkpoint_for(&registry)?;
-        let uncovered = candidates
+        let uncovered = indices
             .iter()
-            .any(|c| checkpoint.as_ref().is_none_or(|cp| c.index >= cp.size));
+            .any(|i| checkpoint.as_ref().is_none_or(|cp| *i >= cp.size));
         if uncovered && self.operator().is_ok_and(|op| self.keys.contains(&op)) {
             // The checkpoint being replaced must still match the log, as before a refresh.
             if let Some(cp) = &checkpoint {
@@ -181,22 +193,11 @@ impl<S: Store> Memory<S> {
         if let Some(cp) = &checkpoint {
             check_checkpoint_size(cp, size)?;
         }
-        let live = candidates
-            .iter()
-            .filter(|c| forgotten == Forgotten::Include || c.forgotten_by.is_none())
-            .map(|c| c.index);
+        let live = decoded.iter().map(|d| d.index);
         let anchor = match &checkpoint {
             Some(cp) => Some(Anchor::new(self, cp, live)?),
             None => None,
         };
-        // Every candidate decoded first, so that the signed labels of all returned entries
-        // are known and the leaves of all their other parents are read in one store call
-        // before the checks (`parent_labels.rs`); each parent is decoded once.
-        let decoded: Vec<Decoded> = candidates
-            .into_iter()
-            .filter(|c| forgotten == Forgotten::Include || c.forgotten_by.is_none())
-            .map(Decoded::new)
-            .collect();
         let mut signed_labels = ParentLabels::new(&self.store);
         for d in &decoded {
             if let Ok(body) = d.view.as_ref().map(|v| v.entry.body())
@@ -310,21 +311,27 @@ impl<S: Store> Memory<S> {
             }
             ok.push((view, key));
         }
-        // One batch verification for the whole result set.
-        let items: Vec<BatchItem<'_>> = ok
-            .iter()
-            .map(|(v, key)| BatchItem {
-                key,
-                bytes: v.entry.body_bytes(),
-                signature: v.entry.signature(),
-            })
-            .collect();
-        let bad: Vec<usize> = match keys::verify_batch(Domain::EntryV1, &items) {
-            Ok(()) => Vec::new(),
-            Err(keys::KeyError::BatchFailed(v)) => v,
-            Err(_) => (0..items.len()).collect(),
+        // One batch verification for the whole result set: the helper's, when it verified
+        // every candidate (a superset), else here.
+        let wanted: Vec<_> = ok.iter().map(|(v, key)| (v.entry.id(), *key)).collect();
+        let bad: Vec<usize> = match pending.verified(&wanted) {
+            Some(true) => Vec::new(),
+            _ => {
+                let items: Vec<BatchItem<'_>> = ok
+                    .iter()
+                    .map(|(v, key)| BatchItem {
+                        key,
+                        bytes: v.entry.body_bytes(),
+                        signature: v.entry.signature(),
+                    })
+                    .collect();
+                match keys::verify_batch(Domain::EntryV1, &items) {
+                    Ok(()) => Vec::new(),
+                    Err(keys::KeyError::BatchFailed(v)) => v,
+                    Err(_) => (0..items.len()).collect(),
+                }
+            }
         };
-        drop(items);
         let mut entries = Vec::with_capacity(ok.len());
         for (i, (view, _)) in ok.into_iter().enumerate() {
             if bad.contains(&i) {
@@ -407,6 +414,31 @@ fn batch_read(
     read.ok()
         .filter(|all| all.len() == asked)
         .map(Vec::into_iter)
+}
+
+/// The signatures of the decoded candidates that could be returned (not control records) and
+/// whose signer is valid at their index, for the helper thread.
+fn signature_items(
+    decoded: &[Decoded],
+    registry: &memlineage_core::principal::Registry,
+) -> Vec<signature_helper::Item> {
+    decoded
+        .iter()
+        .filter_map(|d| d.view.as_ref().ok())
+        .filter(|v| !v.entry.body().kind.is_control())
+        .filter_map(|v| {
+            let body = v.entry.body();
+            let (_, key) = registry
+                .signer_at(&body.writer, &body.key_id, v.index)
+                .ok()?;
+            Some((
+                v.entry.id(),
+                *key,
+                v.entry.body_bytes().to_vec(),
+                *v.entry.signature(),
+            ))
+        })
+        .collect()
 }
 
 /// A candidate of a retrieval, decoded: what the checks need of its stored row, and its view
