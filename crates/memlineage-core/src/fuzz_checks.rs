@@ -13,8 +13,10 @@ use crate::hash::{EntryId, Hash256};
 use crate::records::{Distrust, RegistryChange, Tombstone};
 
 /// A log leaf (`docs/formats.md`, "Log leaf"): accepted leaves re-encode to the input, their
-/// body is valid, and their id is the SHA-256 of the body bytes.
+/// body is valid, and their id is the SHA-256 of the body bytes; and the direct decoder agrees
+/// with the generic one ([`entry_leaf_decoders_agree`]).
 pub fn entry_leaf(data: &[u8]) {
+    entry_leaf_decoders_agree(data);
     if let Ok(entry) = SignedEntry::from_leaf(data) {
         assert_eq!(
             entry.to_leaf(),
@@ -27,6 +29,23 @@ pub fn entry_leaf(data: &[u8]) {
             "from_leaf accepted an invalid body"
         );
     }
+}
+
+/// The direct leaf decoder (`entry/direct.rs`) and the generic one (the canonical CBOR tree)
+/// agree on `data`: both accept it with equal entries (body, signed bytes, signature, id), or
+/// both refuse it; and [`SignedEntry::from_leaf`] answers exactly what the generic decoder
+/// answers, the same entry or the same error.
+pub fn entry_leaf_decoders_agree(data: &[u8]) {
+    let generic = SignedEntry::from_leaf_generic(data);
+    match (crate::entry::decode_leaf_direct(data), &generic) {
+        (Some(direct), Ok(g)) => assert_eq!(&direct, g, "the decoders read different entries"),
+        (None, Err(_)) => {}
+        (Some(_), Err(e)) => {
+            panic!("the direct decoder accepted a leaf the generic one refuses: {e}")
+        }
+        (None, Ok(_)) => panic!("the direct decoder refused a valid leaf"),
+    }
+    assert_eq!(SignedEntry::from_leaf(data), generic);
 }
 
 /// The content of registry, tombstone and distrust records (`docs/formats.md`, "Control

@@ -9,6 +9,8 @@
 //! cofactored batch equation accepts; that is malleability by the signer, not a forgery, and it
 //! is documented in `docs/formats.md`.)
 
+mod small_order;
+
 use crate::hash::Hash256;
 use curve25519_dalek::edwards::CompressedEdwardsY;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
@@ -135,11 +137,13 @@ pub struct BatchItem<'a> {
     pub signature: &'a Signature,
 }
 
+/// Whether the signature's `R` encodes a point of small order, from its 32 bytes against the
+/// fixed set of small-order encodings (`keys/small_order.rs`), without decompressing `R` (the
+/// batch equation decompresses it anyway). An `R` that does not decompress at all is not
+/// caught here: the batch equation then fails, and the item's own `verify_strict` refuses it,
+/// so it is reported among the failing positions exactly as before.
 fn r_is_small_order(sig: &Signature) -> bool {
-    match CompressedEdwardsY(sig.r_bytes().to_owned()).decompress() {
-        Some(p) => p.is_small_order(),
-        None => true,
-    }
+    small_order::is_small_order_encoding(sig.r_bytes())
 }
 
 /// Verifies many signatures at once (about twice as fast per signature as one by one).
@@ -306,25 +310,75 @@ mod tests {
     }
 
     #[test]
+    fn batch_names_an_r_that_does_not_decompress() {
+        // The byte check does not catch an `R` off the curve; the batch equation fails and the
+        // item's own strict verification names it, next to a good item.
+        let off_curve = (2u8..=255)
+            .map(|y| {
+                let mut e = [0u8; 32];
+                e[0] = y;
+                e
+            })
+            .find(|e| CompressedEdwardsY(*e).decompress().is_none())
+            .unwrap();
+        let k = key(10);
+        let pk = k.verifying_key();
+        let good = sign(&k, Domain::EntryV1, b"good");
+        let mut bytes = sign(&k, Domain::EntryV1, b"m").to_bytes();
+        bytes[..32].copy_from_slice(&off_curve);
+        let bad = Signature::from_bytes(&bytes);
+        assert!(!r_is_small_order(&bad));
+        let items = [
+            BatchItem {
+                key: &pk,
+                bytes: b"good",
+                signature: &good,
+            },
+            BatchItem {
+                key: &pk,
+                bytes: b"m",
+                signature: &bad,
+            },
+        ];
+        assert_eq!(
+            verify_batch(Domain::EntryV1, &items),
+            Err(KeyError::BatchFailed(vec![1]))
+        );
+    }
+
+    #[test]
     fn batch_rejects_small_order_r() {
+        use curve25519_dalek::constants::EIGHT_TORSION;
         let k = key(9);
         let pk = k.verifying_key();
-        let mut bytes = sign(&k, Domain::EntryV1, b"m").to_bytes();
-        // Replace R by the identity point encoding (small order).
-        bytes[..32].copy_from_slice(&{
-            let mut id = [0u8; 32];
-            id[0] = 1;
-            id
-        });
-        let sig = Signature::from_bytes(&bytes);
-        let item = BatchItem {
-            key: &pk,
-            bytes: b"m",
-            signature: &sig,
-        };
-        assert_eq!(
-            verify_batch(Domain::EntryV1, &[item]),
-            Err(KeyError::BatchFailed(vec![0]))
-        );
+        let good = sign(&k, Domain::EntryV1, b"good");
+        // Every small-order point as R (the identity first), with either sign bit, next to a
+        // good item: refused before the batch equation, and named.
+        for point in EIGHT_TORSION {
+            for sign_bit in [0u8, 0x80] {
+                let mut r = point.compress().to_bytes();
+                r[31] ^= sign_bit;
+                let mut bytes = sign(&k, Domain::EntryV1, b"m").to_bytes();
+                bytes[..32].copy_from_slice(&r);
+                let sig = Signature::from_bytes(&bytes);
+                assert!(r_is_small_order(&sig), "{r:02x?}");
+                let items = [
+                    BatchItem {
+                        key: &pk,
+                        bytes: b"good",
+                        signature: &good,
+                    },
+                    BatchItem {
+                        key: &pk,
+                        bytes: b"m",
+                        signature: &sig,
+                    },
+                ];
+                assert_eq!(
+                    verify_batch(Domain::EntryV1, &items),
+                    Err(KeyError::BatchFailed(vec![1]))
+                );
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! cases; `PROPTEST_CASES` raises their number (`scripts/fuzz-decoder.sh` does).
 
 use ed25519_dalek::SigningKey;
+use memlineage_core::canonical::{self, Value};
 use memlineage_core::checkpoint::{Checkpoint, NoteVerifier, open_checkpoint, sign_checkpoint};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
 use memlineage_core::fuzz_checks;
@@ -184,6 +185,117 @@ proptest! {
                 prop_assert_eq!(cp.size, size);
                 prop_assert_eq!(cp.body(), Checkpoint::new("example.org/log", size, Hash256::of(&size.to_be_bytes())).body());
             }
+        }
+    }
+}
+
+/// The leaf of `valid` with its body map changed by `edit` and re-encoded canonically, so the
+/// bytes stay canonical CBOR while a field goes missing, gains a neighbour, changes type or
+/// changes name (empty when the edit makes a map that has no canonical encoding).
+fn edited_leaf(valid: &[u8], edit: impl FnOnce(&mut Vec<(Value, Value)>)) -> Vec<u8> {
+    let mut leaf = canonical::decode(valid).unwrap();
+    if let Value::Map(pairs) = &mut leaf
+        && let Some((_, Value::Map(body))) =
+            pairs.iter_mut().find(|(k, _)| k.as_text() == Some("body"))
+    {
+        edit(body);
+    }
+    canonical::encode(&leaf).unwrap_or_default()
+}
+
+/// Values a field can be replaced with: every type, and the edge values of each.
+fn replacement(which: usize) -> Value {
+    let all = [
+        Value::Uint(0),
+        Value::Uint(1),
+        Value::Uint(2),
+        Value::Uint(10_000),
+        Value::Uint(10_001),
+        Value::Uint(u64::MAX),
+        Value::Text(String::new()),
+        Value::Text("trusted".into()),
+        Value::Text("derived-untrusted".into()),
+        Value::Text("strict".into()),
+        Value::Text("acme/bot".into()),
+        Value::Text("observation".into()),
+        Value::Text("é/ü".into()),
+        Value::Bytes(vec![7; 31]),
+        Value::Bytes(vec![7; 32]),
+        Value::Bytes(vec![7; 64]),
+        Value::Null,
+        Value::Bool(true),
+        Value::Array(vec![]),
+        Value::Array(vec![Value::Array(vec![
+            Value::Bytes(vec![1; 32]),
+            Value::Uint(5),
+        ])]),
+        Value::Array(vec![Value::Array(vec![Value::Bytes(vec![1; 32])])]),
+        Value::Map(vec![]),
+        Value::Map(vec![(Value::Text("k".into()), Value::Uint(1))]),
+        Value::Map(vec![(Value::Uint(1), Value::Text("v".into()))]),
+    ];
+    all[which % all.len()].clone()
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The direct leaf decoder against the generic one, old against new: on valid leaves of
+    /// every shape, on byte-level damage (flips, insertions, deletions, truncations, swaps,
+    /// splices of two leaves) and on canonical re-encodings with a field removed, added or
+    /// replaced, both accept the same entry or both refuse, and `from_leaf`'s error is the
+    /// generic decoder's.
+    #[test]
+    fn direct_and_generic_leaf_decoders_agree(
+        parents in 0u8..6, meta in 0u8..4, text in "[a-zé ]{0,40}",
+        pos in any::<usize>(), other in any::<usize>(), byte in any::<u8>(),
+        field in 0usize..16, which in any::<usize>(),
+    ) {
+        let valid = leaf(parents, meta, &text);
+        let second = leaf(meta, parents, "other");
+        fuzz_checks::entry_leaf_decoders_agree(&valid);
+        prop_assert!(SignedEntry::from_leaf(&valid).is_ok());
+        let n = valid.len();
+        let (i, j) = (pos % n, other % n);
+        let mut damaged = Vec::new();
+        let mut flipped = valid.clone();
+        flipped[i] ^= byte.max(1);
+        damaged.push(flipped);
+        let mut set = valid.clone();
+        set[i] = byte;
+        damaged.push(set);
+        let mut inserted = valid.clone();
+        inserted.insert(i, byte);
+        damaged.push(inserted);
+        let mut deleted = valid.clone();
+        deleted.remove(i);
+        damaged.push(deleted);
+        damaged.push(valid[..i].to_vec());
+        let mut swapped = valid.clone();
+        swapped.swap(i, j);
+        damaged.push(swapped);
+        let mut spliced = valid[..i].to_vec();
+        spliced.extend_from_slice(&second[j % second.len()..]);
+        damaged.push(spliced);
+        let mut trailing = valid.clone();
+        trailing.push(byte);
+        damaged.push(trailing);
+        damaged.push(edited_leaf(&valid, |body| {
+            body.remove(field % body.len());
+        }));
+        damaged.push(edited_leaf(&valid, |body| {
+            body.push((Value::Text("zzz".into()), replacement(which)));
+        }));
+        damaged.push(edited_leaf(&valid, |body| {
+            let at = field % body.len();
+            body[at].1 = replacement(which);
+        }));
+        damaged.push(edited_leaf(&valid, |body| {
+            let at = field % body.len();
+            body[at].0 = Value::Text(["v", "vv", "bodx", "label"][which % 4].into());
+        }));
+        for d in &damaged {
+            fuzz_checks::entry_leaf_decoders_agree(d);
         }
     }
 }

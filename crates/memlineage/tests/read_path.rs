@@ -1,11 +1,15 @@
 //! The read path's shortcuts check as much as the long way round: a cached checkpoint note is
 //! verified again once its text changes; proofs read in one batch still drop exactly the
 //! entry whose path was edited or lost, and still refuse a stored tree whose root is not the
-//! signed one; proofs built from one node read equal the reference tree's.
+//! signed one; proofs built from one node read equal the reference tree's; parents read in one
+//! store call still fail exactly the entries that name an edited or missing parent, with the
+//! reasons a single read gives; a bad signature drops exactly its entry, whether or not another
+//! candidate with a bad signature was dropped for another reason first (the batch check on the
+//! helper thread covers all candidates, the retrieval's answer only the ones it returns).
 
 mod common;
 
-use common::setup_with;
+use common::{derived, setup_with};
 use memlineage::{Memory, SqliteStore, WriteRequest};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Scope};
@@ -190,5 +194,183 @@ fn proofs_from_one_node_read_match_the_reference_tree() {
             assert_eq!(b, tree.root_at(new).unwrap());
             assert_eq!(proof, tree.consistency_proof(old, new).unwrap());
         }
+    }
+}
+
+/// The kept ids and the dropped (id, reason) pairs, sorted (search ranks, recall keeps order).
+type Outcome = (Vec<EntryId>, Vec<(EntryId, String)>);
+
+fn outcome(r: &memlineage::memory::Retrieval) -> Outcome {
+    let mut kept: Vec<EntryId> = r.entries.iter().map(|v| v.entry.id()).collect();
+    let mut dropped: Vec<(EntryId, String)> =
+        r.dropped.iter().map(|d| (d.id, d.reason.clone())).collect();
+    kept.sort();
+    dropped.sort();
+    (kept, dropped)
+}
+
+fn outcome_of(kept: &[EntryId], dropped: &[EntryId], reason: &str) -> Outcome {
+    let mut kept = kept.to_vec();
+    let mut dropped: Vec<(EntryId, String)> =
+        dropped.iter().map(|id| (*id, reason.to_string())).collect();
+    kept.sort();
+    dropped.sort();
+    (kept, dropped)
+}
+
+/// A parent whose leaf was edited, or whose row is gone, fails every returned entry that names
+/// it and nothing else, by search and by recall, with the reason its own read gives.
+#[test]
+fn an_edited_or_missing_parent_fails_only_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let mem = setup_with(SqliteStore::open(&path).unwrap());
+    let note = |text: &str| {
+        mem.write(WriteRequest::new("agent", EntryKind::Observation, text))
+            .unwrap()
+            .id
+    };
+    let (p, q) = (note("parent p"), note("parent q"));
+    let child = |text: &str, parents: &[(EntryId, &str)]| {
+        mem.write(derived("agent", text, parents)).unwrap().id
+    };
+    let both = child("shared child of both", &[(p, "0.6"), (q, "0.4")]);
+    let of_p = child("shared child of p", &[(p, "1")]);
+    let of_q = child("shared child of q", &[(q, "1")]);
+    let alone = note("shared and alone");
+    mem.checkpoint().unwrap();
+    let ids = [both, of_p, of_q, alone];
+    assert_eq!(search(&mem).entries.len(), 4);
+    assert_eq!(mem.recall(&ids).unwrap().entries.len(), 4);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    // Edit p's leaf (its body no longer hashes to its id).
+    let p_index = index_of(&mem, &p) as i64;
+    let leaf: Vec<u8> = conn
+        .query_row("SELECT leaf FROM entries WHERE idx = ?1", [p_index], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let mut edited = leaf.clone();
+    let at = edited.len() - 3;
+    edited[at] ^= 1;
+    conn.execute(
+        "UPDATE entries SET leaf = ?1 WHERE idx = ?2",
+        rusqlite::params![edited, p_index],
+    )
+    .unwrap();
+    let p_reason = mem
+        .get(&p)
+        .map(|_| String::new())
+        .unwrap_or_else(|e| format!("label: {e}"));
+    assert!(p_reason.starts_with("label: "), "{p_reason}");
+    for r in [search(&mem), mem.recall(&ids).unwrap()] {
+        assert_eq!(
+            outcome(&r),
+            outcome_of(&[of_q, alone], &[both, of_p], &p_reason)
+        );
+    }
+    // Restore p, and delete q's row: its children name a parent the log does not have.
+    conn.execute(
+        "UPDATE entries SET leaf = ?1 WHERE idx = ?2",
+        rusqlite::params![leaf, p_index],
+    )
+    .unwrap();
+    conn.execute(
+        "DELETE FROM entries WHERE id = ?1",
+        [q.as_bytes().as_slice()],
+    )
+    .unwrap();
+    let q_reason = format!("label: {}", memlineage::Error::UnknownParent(q));
+    for r in [search(&mem), mem.recall(&ids).unwrap()] {
+        assert_eq!(
+            outcome(&r),
+            outcome_of(&[of_p, alone], &[both, of_q], &q_reason)
+        );
+    }
+}
+
+/// Rewrites every stored Merkle node from the stored leaves (after a leaf was edited), so that
+/// a fresh checkpoint covers the edited leaf and only its signature is wrong.
+fn rebuild_nodes(path: &Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let leaves: Vec<Vec<u8>> = conn
+        .prepare("SELECT leaf FROM entries ORDER BY idx")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut tree = MemoryTree::new();
+    for leaf in &leaves {
+        tree.append(leaf);
+    }
+    let nodes: Vec<(u8, i64)> = conn
+        .prepare("SELECT level, idx FROM nodes")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (level, idx) in nodes {
+        let hash = tree.node(NodeId::new(level, idx as u64)).unwrap();
+        set_node(path, NodeId::new(level, idx as u64), hash.as_bytes());
+    }
+}
+
+#[test]
+fn a_bad_signature_drops_exactly_its_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let (mem, ids) = store_with(&path, 5);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    // Entries 1 and 3: one byte of the signature changed (the body, and so the id, unchanged);
+    // entry 3's content edited too, so it is dropped before its signature is looked at.
+    for victim in [ids[1], ids[3]] {
+        let index = index_of(&mem, &victim) as i64;
+        let mut leaf: Vec<u8> = conn
+            .query_row("SELECT leaf FROM entries WHERE idx = ?1", [index], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        leaf[20] ^= 0x40;
+        conn.execute(
+            "UPDATE entries SET leaf = ?1 WHERE idx = ?2",
+            rusqlite::params![leaf, index],
+        )
+        .unwrap();
+    }
+    conn.execute(
+        "UPDATE content SET bytes = ?1 WHERE idx = ?2",
+        rusqlite::params![
+            b"shared but tampered".to_vec(),
+            index_of(&mem, &ids[3]) as i64
+        ],
+    )
+    .unwrap();
+    rebuild_nodes(&path);
+    mem.checkpoint().unwrap();
+    let mut expected = outcome_of(
+        &[ids[0], ids[2], ids[4]],
+        &[ids[1]],
+        "signature does not verify",
+    );
+    expected
+        .1
+        .push((ids[3], "content does not match its signed hash".to_string()));
+    expected.1.sort();
+    for _ in 0..20 {
+        assert_eq!(outcome(&search(&mem)), expected);
+        assert_eq!(outcome(&mem.recall(&ids).unwrap()), expected);
+    }
+    // Without entry 1 only entry 3's signature is bad, and it is dropped for its content: the
+    // others are returned though a candidate's signature failed.
+    let others = [ids[0], ids[2], ids[3], ids[4]];
+    let expected = outcome_of(
+        &[ids[0], ids[2], ids[4]],
+        &[ids[3]],
+        "content does not match its signed hash",
+    );
+    for _ in 0..20 {
+        assert_eq!(outcome(&mem.recall(&others).unwrap()), expected);
     }
 }

@@ -10,6 +10,7 @@
 
 mod body_bytes;
 mod codec;
+mod direct;
 mod fields;
 /// The strict field reader, shared with the control-record codecs.
 pub(crate) mod fields_api {
@@ -19,6 +20,8 @@ mod kind;
 mod scope;
 mod signed;
 
+/// The direct leaf decoder, for the differential checks of `fuzz_checks`.
+pub(crate) use direct::decode_leaf as decode_leaf_direct;
 pub use kind::EntryKind;
 pub use scope::Scope;
 pub use signed::SignedEntry;

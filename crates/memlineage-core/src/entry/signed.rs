@@ -40,7 +40,21 @@ impl SignedEntry {
 
     /// Decodes a log leaf strictly. The signature is *not* checked here (that needs the
     /// registry); call [`SignedEntry::verify_signature`].
+    ///
+    /// A valid leaf is read directly from its bytes (`entry/direct.rs`); anything else goes
+    /// through the generic decoder, which names the fault. Both accept exactly the same
+    /// leaves with the same entries (`fuzz_checks::entry_leaf`).
     pub fn from_leaf(leaf: &[u8]) -> Result<SignedEntry, EntryError> {
+        match super::direct::decode_leaf(leaf) {
+            Some(entry) => Ok(entry),
+            None => Self::from_leaf_generic(leaf),
+        }
+    }
+
+    /// The generic strict decoding of a leaf: the canonical CBOR tree, its fields, and the
+    /// body re-encoded for the signed bytes. Every refusal of [`SignedEntry::from_leaf`] is
+    /// this function's error.
+    pub(crate) fn from_leaf_generic(leaf: &[u8]) -> Result<SignedEntry, EntryError> {
         let value = canonical::decode(leaf)?;
         let mut f = Fields::new("leaf", &value)?;
         let body_value = f.take("body")?;
@@ -57,6 +71,21 @@ impl SignedEntry {
             signature,
             id,
         })
+    }
+
+    /// An entry from its already checked parts (the direct decoder's result).
+    pub(super) fn from_parts(
+        body: EntryBody,
+        body_bytes: Vec<u8>,
+        signature: Signature,
+        id: EntryId,
+    ) -> SignedEntry {
+        SignedEntry {
+            body,
+            body_bytes,
+            signature,
+            id,
+        }
     }
 
     /// The canonical leaf: `{"sig": signature, "body": body}` (see `docs/formats.md`).

@@ -36,8 +36,6 @@
 //!   produces, and rejects every other use of `&` (non-canonical references included), so a
 //!   rendered prompt has one reading only.
 
-use std::fmt;
-
 /// Whether `c` is a hazard character: a control, an invisible or bidi-reordering format
 /// character, a line separator other than line feed, or a look-alike of one of the characters
 /// that delimit a block (`<`, `>`, `"`, `=`, `&`).
@@ -115,10 +113,28 @@ fn is_lookalike(u: u32) -> bool {
 /// Escapes content for the inside of a `<memory>` block (the table in the module docs).
 pub fn escape_content(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 8);
-    for c in s.chars() {
-        push_escaped(&mut out, c);
-    }
+    push_content(&mut out, s);
     out
+}
+
+/// Appends [`escape_content`] of `s` to `out`: runs of characters that escape to themselves
+/// are copied whole, every other character is escaped as [`push_escaped`] escapes it, so the
+/// output is exactly the character-by-character escaping (a retrieval renders every entry's
+/// content through here, and per-character writes were most of the rendering).
+pub(crate) fn push_content(out: &mut String, s: &str) {
+    let mut run = 0;
+    for (i, c) in s.char_indices() {
+        let plain = match c {
+            '&' | '<' | '>' | '"' | '=' => false,
+            c => !is_hazard(c),
+        };
+        if !plain {
+            out.push_str(&s[run..i]);
+            push_escaped(out, c);
+            run = i + c.len_utf8();
+        }
+    }
+    out.push_str(&s[run..]);
 }
 
 /// Escapes an attribute value of a block header; the same scheme as content, and line feed and
@@ -280,21 +296,6 @@ pub fn visible(s: &str) -> String {
     out
 }
 
-/// A `Display` adaptor that writes [`escape_content`] of a string without allocating a copy.
-pub(crate) struct Escaped<'a>(pub(crate) &'a str);
-
-impl fmt::Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut buf = String::new();
-        for c in self.0.chars() {
-            buf.clear();
-            push_escaped(&mut buf, c);
-            f.write_str(&buf)?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,7 +317,35 @@ mod tests {
         assert_eq!(unescape_attribute("a&#xA;b&#x9;").unwrap(), "a\nb\t");
         assert!(unescape_attribute("a\nb").is_err());
         assert!(unescape("a&#xA;b").is_err());
-        assert_eq!(Escaped("<&>").to_string(), "&lt;&amp;&gt;");
+        let mut out = String::from("x");
+        push_content(&mut out, "<&>");
+        assert_eq!(out, "x&lt;&amp;&gt;");
+    }
+
+    #[test]
+    fn runs_escape_as_each_character_alone() {
+        let per_char = |s: &str| {
+            let mut out = String::new();
+            for c in s.chars() {
+                push_escaped(&mut out, c);
+            }
+            out
+        };
+        for s in [
+            "",
+            "plain",
+            "<",
+            "a<",
+            "<a",
+            "a&b<c>d\"e=f",
+            "ends with hazard\u{202E}",
+            "\u{200B}starts with one",
+            "Grüße «x» 👍 ＜tag＞ \r\n\t\0",
+            "\u{E0041}\u{E0042}smuggled",
+            "==&&<<>>\"\"",
+        ] {
+            assert_eq!(escape_content(s), per_char(s), "{s:?}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! The grammar, byte for byte, is in `docs/rendering.md`. The context hash h_ctx of an entry
 //! written after a retrieval is [`context_hash`] of exactly the text [`render_text`] returned.
 
-use super::escape::{Escaped, escape_attribute};
+use super::escape::{escape_attribute, push_content};
 use crate::entry::EntryKind;
 use crate::hash::{EntryId, Hash256};
 use crate::label::TrustLabel;
@@ -66,17 +66,20 @@ fn write_block(out: &mut String, e: &RenderedEntry) {
         .collect::<Vec<_>>()
         .join(",");
     // Writing into a String cannot fail.
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "{OPEN_TAG}id=\"{}\" trust=\"{}\" writer=\"{}\" kind=\"{}\" created_at_ms=\"{}\" parents=\"{}\">\n{}\n{CLOSE_TAG}\n",
+        "{OPEN_TAG}id=\"{}\" trust=\"{}\" writer=\"{}\" kind=\"{}\" created_at_ms=\"{}\" parents=\"{}\">",
         e.id.to_hex(),
         e.label.as_str(),
         escape_attribute(&e.writer),
         e.kind.as_str(),
         e.created_at_ms,
         parents,
-        Escaped(&e.content),
     );
+    push_content(out, &e.content);
+    out.push('\n');
+    out.push_str(CLOSE_TAG);
+    out.push('\n');
 }
 
 /// Renders entries as a JSON array, one object per entry, in the order given:

@@ -10,9 +10,11 @@ mod effective;
 mod gate;
 mod label_cache;
 mod lineage;
+mod parent_labels;
 mod read;
 mod relabel;
 mod retrieve;
+mod signature_helper;
 mod signing;
 mod verified_note;
 mod write;
@@ -78,6 +80,9 @@ pub struct Memory<S: Store> {
     labels: label_cache::LabelCache,
     /// The last checkpoint note whose signature verified (`verified_note.rs`).
     verified_note: verified_note::VerifiedNote,
+    /// The helper thread that verifies retrievals' signatures beside them
+    /// (`signature_helper.rs`).
+    signatures: signature_helper::SignatureHelper,
     clock: Box<dyn Clock>,
 }
 
@@ -143,6 +148,7 @@ impl<S: Store> Memory<S> {
             }),
             labels: label_cache::LabelCache::default(),
             verified_note: verified_note::VerifiedNote::default(),
+            signatures: signature_helper::SignatureHelper::default(),
             clock: Box::new(SystemClock),
         }
     }

@@ -18,10 +18,12 @@
 use super::anchor::Anchor;
 use super::distrusted::DistrustLog;
 use super::effective::EffectiveWalk;
+use super::parent_labels::ParentLabels;
 use super::read::{check_checkpoint_root, check_checkpoint_size};
+use super::signature_helper;
 use super::{EntryView, Memory};
 use crate::error::Error;
-use crate::store::Store;
+use crate::store::{Store, StoredEntry};
 use memlineage_core::checkpoint::Checkpoint;
 use memlineage_core::entry::Scope;
 use memlineage_core::keys::{self, BatchItem, Domain};
@@ -31,7 +33,6 @@ use memlineage_core::render::prompt::{RenderedEntry, context_hash, render_text};
 use memlineage_core::rule::{LabelRule, required_label};
 use memlineage_core::trust::ParentEdge;
 use memlineage_core::{EntryId, Hash256};
-use std::collections::HashMap;
 
 /// An entry dropped by retrieval, and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -99,8 +100,13 @@ impl<S: Store> Memory<S> {
         let indices = self.store.search(query, scope.as_str(), limit)?;
         let mut candidates = Vec::with_capacity(indices.len());
         let mut dropped = Vec::new();
+        let mut batch = batch_read(indices.len(), self.store.entries_by_index(&indices));
         for index in indices {
-            match self.store.entry_by_index(index)? {
+            let stored = match &mut batch {
+                Some(all) => all.next().flatten(),
+                None => self.store.entry_by_index(index)?,
+            };
+            match stored {
                 Some(stored) => candidates.push(stored),
                 None => dropped.push(Dropped {
                     id: EntryId(Hash256::default()),
@@ -116,8 +122,13 @@ impl<S: Store> Memory<S> {
     /// session, or the gate's context).
     pub fn recall(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
         let mut candidates = Vec::with_capacity(ids.len());
+        let mut batch = batch_read(ids.len(), self.store.entries_by_id(ids));
         for id in ids {
-            candidates.push(self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?);
+            let stored = match &mut batch {
+                Some(all) => all.next().flatten(),
+                None => self.store.entry_by_id(id)?,
+            };
+            candidates.push(stored.ok_or(Error::NotFound(*id))?);
         }
         self.verify_for_prompt(candidates, Vec::new(), None, Forgotten::Skip)
     }
@@ -128,8 +139,13 @@ impl<S: Store> Memory<S> {
     /// missing from the log are left out.
     pub(crate) fn recall_lineage(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
         let mut candidates = Vec::with_capacity(ids.len());
+        let mut batch = batch_read(ids.len(), self.store.entries_by_id(ids));
         for id in ids {
-            if let Some(stored) = self.store.entry_by_id(id)? {
+            let stored = match &mut batch {
+                Some(all) => all.next().flatten(),
+                None => self.store.entry_by_id(id)?,
+            };
+            if let Some(stored) = stored {
                 candidates.push(stored);
             }
         }
@@ -138,20 +154,31 @@ impl<S: Store> Memory<S> {
 
     fn verify_for_prompt(
         &self,
-        candidates: Vec<crate::store::StoredEntry>,
+        candidates: Vec<StoredEntry>,
         mut dropped: Vec<Dropped>,
         scope: Option<&Scope>,
         forgotten: Forgotten,
     ) -> Result<Retrieval, Error> {
         let (registry, distrust) = self.refresh_registry_and_distrust()?;
+        // Every candidate decoded first: their signatures go to the helper thread at once, to
+        // be verified beside all the other checks (`signature_helper.rs`); the signed labels of
+        // all returned entries are known and the leaves of all their other parents are read in
+        // one store call before the checks (`parent_labels.rs`); each parent is decoded once.
+        let indices: Vec<u64> = candidates.iter().map(|c| c.index).collect();
+        let decoded: Vec<Decoded> = candidates
+            .into_iter()
+            .filter(|c| forgotten == Forgotten::Include || c.forgotten_by.is_none())
+            .map(Decoded::new)
+            .collect();
+        let pending = self.signatures.start(signature_items(&decoded, &registry));
         let store_rule = self.store_rule();
         let mut walk = EffectiveWalk::new(&self.store, &registry, &distrust, store_rule)?;
         // The checkpoint the proofs anchor to; refreshed when this process holds the operator
         // key and entries were written since the last one.
         let mut checkpoint = self.signed_checkpoint_for(&registry)?;
-        let uncovered = candidates
+        let uncovered = indices
             .iter()
-            .any(|c| checkpoint.as_ref().is_none_or(|cp| c.index >= cp.size));
+            .any(|i| checkpoint.as_ref().is_none_or(|cp| *i >= cp.size));
         if uncovered && self.operator().is_ok_and(|op| self.keys.contains(&op)) {
             // The checkpoint being replaced must still match the log, as before a refresh.
             if let Some(cp) = &checkpoint {
@@ -166,27 +193,33 @@ impl<S: Store> Memory<S> {
         if let Some(cp) = &checkpoint {
             check_checkpoint_size(cp, size)?;
         }
-        let live = candidates
-            .iter()
-            .filter(|c| forgotten == Forgotten::Include || c.forgotten_by.is_none())
-            .map(|c| c.index);
+        let live = decoded.iter().map(|d| d.index);
         let anchor = match &checkpoint {
             Some(cp) => Some(Anchor::new(self, cp, live)?),
             None => None,
         };
-        // Signed labels of parents read during this retrieval (a parent shared by several
-        // entries, or itself returned, is read and decoded once).
-        let mut signed_labels: HashMap<EntryId, TrustLabel> = HashMap::new();
-        let mut ok: Vec<(EntryView, ed25519_dalek::VerifyingKey)> = Vec::new();
-        for stored in candidates {
-            let (id, index) = (stored.id, stored.index);
-            let mut drop = |reason: String| dropped.push(Dropped { id, index, reason });
-            let was_forgotten = stored.forgotten_by.is_some();
-            if was_forgotten && forgotten == Forgotten::Skip {
-                continue;
+        let mut signed_labels = ParentLabels::new(&self.store);
+        for d in &decoded {
+            if let Ok(body) = d.view.as_ref().map(|v| v.entry.body())
+                && !body.kind.is_control()
+            {
+                signed_labels.insert(d.id, body.label);
             }
-            let leaf_hash = merkle::leaf_hash(&stored.leaf);
-            let view = match EntryView::from_stored(stored) {
+        }
+        signed_labels.prefetch(
+            decoded
+                .iter()
+                .filter_map(|d| d.view.as_ref().ok())
+                .map(|v| v.entry.body())
+                .filter(|body| !body.kind.is_control())
+                .flat_map(|body| body.parents.iter().map(|p| p.id)),
+        );
+        let mut ok: Vec<(EntryView, ed25519_dalek::VerifyingKey)> = Vec::new();
+        for d in decoded {
+            let (id, index, was_forgotten, leaf_hash) =
+                (d.id, d.index, d.was_forgotten, d.leaf_hash);
+            let mut drop = |reason: String| dropped.push(Dropped { id, index, reason });
+            let view = match d.view {
                 Ok(v) => v,
                 Err(e) => {
                     drop(e.to_string());
@@ -197,7 +230,6 @@ impl<S: Store> Memory<S> {
             if body.kind.is_control() {
                 continue;
             }
-            signed_labels.insert(id, body.label);
             if let Some(wanted) = scope
                 && !wanted.contains(&body.scope)
             {
@@ -279,21 +311,27 @@ impl<S: Store> Memory<S> {
             }
             ok.push((view, key));
         }
-        // One batch verification for the whole result set.
-        let items: Vec<BatchItem<'_>> = ok
-            .iter()
-            .map(|(v, key)| BatchItem {
-                key,
-                bytes: v.entry.body_bytes(),
-                signature: v.entry.signature(),
-            })
-            .collect();
-        let bad: Vec<usize> = match keys::verify_batch(Domain::EntryV1, &items) {
-            Ok(()) => Vec::new(),
-            Err(keys::KeyError::BatchFailed(v)) => v,
-            Err(_) => (0..items.len()).collect(),
+        // One batch verification for the whole result set: the helper's, when it verified
+        // every candidate (a superset), else here.
+        let wanted: Vec<_> = ok.iter().map(|(v, key)| (v.entry.id(), *key)).collect();
+        let bad: Vec<usize> = match pending.verified(&wanted) {
+            Some(true) => Vec::new(),
+            _ => {
+                let items: Vec<BatchItem<'_>> = ok
+                    .iter()
+                    .map(|(v, key)| BatchItem {
+                        key,
+                        bytes: v.entry.body_bytes(),
+                        signature: v.entry.signature(),
+                    })
+                    .collect();
+                match keys::verify_batch(Domain::EntryV1, &items) {
+                    Ok(()) => Vec::new(),
+                    Err(keys::KeyError::BatchFailed(v)) => v,
+                    Err(_) => (0..items.len()).collect(),
+                }
+            }
         };
-        drop(items);
         let mut entries = Vec::with_capacity(ok.len());
         for (i, (view, _)) in ok.into_iter().enumerate() {
             if bad.contains(&i) {
@@ -339,7 +377,7 @@ impl<S: Store> Memory<S> {
         registry: &memlineage_core::principal::Registry,
         distrust: &DistrustLog,
         view: &EntryView,
-        signed_labels: &mut HashMap<EntryId, TrustLabel>,
+        signed_labels: &mut ParentLabels<'_, S>,
     ) -> Result<TrustLabel, Error> {
         let body = view.entry.body();
         if registry.get(&body.writer).is_none() {
@@ -350,18 +388,7 @@ impl<S: Store> Memory<S> {
         for p in &body.parents {
             // Signed labels, from the parent's leaf (decoded strictly, its body hashing to the
             // parent id): what the writer could know; distrust raises are not its fault.
-            let label = match signed_labels.get(&p.id) {
-                Some(l) => *l,
-                None => {
-                    let stored = self
-                        .store
-                        .entry_by_id(&p.id)?
-                        .ok_or(Error::UnknownParent(p.id))?;
-                    let label = EntryView::from_stored(stored)?.label;
-                    signed_labels.insert(p.id, label);
-                    label
-                }
-            };
+            let label = signed_labels.label_of(&p.id)?;
             edges.push(ParentEdge {
                 label,
                 weight: p.weight,
@@ -373,5 +400,65 @@ impl<S: Store> Memory<S> {
             LabelRule::new(body.tau, body.fallback),
             self.store_rule(),
         ))
+    }
+}
+
+/// The entries of one batched store read (`StoreRead::entries_by_index`, `entries_by_id`),
+/// when it succeeded with one answer per key asked; `None` otherwise, and the caller then
+/// reads one key at a time as before the batch, so that an error is the one the first
+/// failing single read reports, at the same point.
+fn batch_read(
+    asked: usize,
+    read: Result<Vec<Option<StoredEntry>>, Error>,
+) -> Option<std::vec::IntoIter<Option<StoredEntry>>> {
+    read.ok()
+        .filter(|all| all.len() == asked)
+        .map(Vec::into_iter)
+}
+
+/// The signatures of the decoded candidates that could be returned (not control records) and
+/// whose signer is valid at their index, for the helper thread.
+fn signature_items(
+    decoded: &[Decoded],
+    registry: &memlineage_core::principal::Registry,
+) -> Vec<signature_helper::Item> {
+    decoded
+        .iter()
+        .filter_map(|d| d.view.as_ref().ok())
+        .filter(|v| !v.entry.body().kind.is_control())
+        .filter_map(|v| {
+            let body = v.entry.body();
+            let (_, key) = registry
+                .signer_at(&body.writer, &body.key_id, v.index)
+                .ok()?;
+            Some((
+                v.entry.id(),
+                *key,
+                v.entry.body_bytes().to_vec(),
+                *v.entry.signature(),
+            ))
+        })
+        .collect()
+}
+
+/// A candidate of a retrieval, decoded: what the checks need of its stored row, and its view
+/// (or why its leaf does not decode).
+struct Decoded {
+    id: EntryId,
+    index: u64,
+    was_forgotten: bool,
+    leaf_hash: Hash256,
+    view: Result<EntryView, Error>,
+}
+
+impl Decoded {
+    fn new(stored: StoredEntry) -> Decoded {
+        Decoded {
+            id: stored.id,
+            index: stored.index,
+            was_forgotten: stored.forgotten_by.is_some(),
+            leaf_hash: merkle::leaf_hash(&stored.leaf),
+            view: EntryView::from_stored(stored),
+        }
     }
 }

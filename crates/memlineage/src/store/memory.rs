@@ -449,11 +449,15 @@ macro_rules! delegate_read {
     };
 }
 
+// Every read under one read lock; `entries_by_index` and `entries_by_id` are the provided
+// loops over `State`, so a whole list is read under one lock too.
 delegate_read! {
     size() -> Result<u64, Error>;
     entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
     entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
     entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
     nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
     children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
     indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;

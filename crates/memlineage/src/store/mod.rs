@@ -130,6 +130,26 @@ pub trait StoreRead {
     /// A store setting.
     fn setting(&self, key: &str) -> Result<Option<String>, Error>;
 
+    /// Entries by leaf index, in the order asked (`None`: no such entry): a retrieval reads
+    /// all its results at once.
+    ///
+    /// The provided implementation reads them one by one; a backend that can read many in
+    /// one query (the SQLite store: one statement, still one indexed lookup per entry)
+    /// overrides it. It returns exactly what [`StoreRead::entry_by_index`] returns for each.
+    fn entries_by_index(&self, indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        indices.iter().map(|i| self.entry_by_index(*i)).collect()
+    }
+
+    /// Entries by id, in the order asked (`None`: no such entry): a retrieval reads all the
+    /// parents of its results (for their signed labels), and a recall all its entries, at once.
+    ///
+    /// The provided implementation reads them one by one, as for
+    /// [`StoreRead::entries_by_index`]; it returns exactly what [`StoreRead::entry_by_id`]
+    /// returns for each.
+    fn entries_by_id(&self, ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        ids.iter().map(|id| self.entry_by_id(id)).collect()
+    }
+
     /// The copies of signed fields this store keeps beside the leaves with index in
     /// `[start, start + limit)`, in index order, for the audit to compare with the leaves.
     ///

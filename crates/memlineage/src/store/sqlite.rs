@@ -7,7 +7,10 @@
 //! with a busy timeout); the guard runs inside the transaction, after the first index is fixed,
 //! so neither can lose or interleave the other's writes.
 
+mod buckets;
+mod entries;
 mod nodes;
+mod search;
 
 use super::schema::{CREATE, SCHEMA_VERSION};
 use super::{
@@ -27,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
-/// 30 texts, five of them bucketed node reads).
-const STATEMENT_CACHE: usize = 64;
+/// 25 texts besides at most 27 bucketed reads of nodes and entries, `sqlite/buckets.rs`).
+const STATEMENT_CACHE: usize = 96;
 
 /// SQLite's page cache per connection, in KiB (the default is 2 MiB): room for a small
 /// store's whole search index and entries, and for the upper B-tree levels of a large one.
@@ -221,6 +224,16 @@ impl StoreRead for Reader<'_> {
             .collect()
     }
 
+    /// One statement per bucket of indices (`sqlite/entries.rs`).
+    fn entries_by_index(&self, indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        entries::by_index(self.0, indices)
+    }
+
+    /// One statement per bucket of ids (`sqlite/entries.rs`).
+    fn entries_by_id(&self, ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        entries::by_id(self.0, ids)
+    }
+
     /// One statement for the whole list (`sqlite/nodes.rs`).
     fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Hash256>, Error> {
         nodes::read_many(self.0, ids)
@@ -268,23 +281,9 @@ impl StoreRead for Reader<'_> {
             .optional()?)
     }
 
+    /// FTS5 ranks, the scope filter tests the best matches (`sqlite/search.rs`).
     fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error> {
-        let Some(fts_query) = fts_query(query) else {
-            return Ok(Vec::new());
-        };
-        let mut stmt = self.0.prepare_cached(
-            "SELECT e.idx FROM search s JOIN entries e ON e.idx = s.rowid \
-             WHERE search MATCH ?1 AND (e.scope = ?2 OR substr(e.scope, 1, length(?2) + 1) = ?2 || '/') \
-             ORDER BY bm25(search), e.idx LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![fts_query, scope, to_i64(limit as u64)?], |r| {
-            r.get::<_, i64>(0)
-        })?;
-        rows.map(|r| {
-            let i = r?;
-            u64::try_from(i).map_err(|_| Error::Integrity("negative index".into()))
-        })
-        .collect()
+        search::search(self.0, query, scope, limit)
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>, Error> {
@@ -428,22 +427,6 @@ impl StoreRead for Reader<'_> {
     }
 }
 
-/// Turns free text into a safe FTS5 query: every word becomes a quoted term, joined with OR,
-/// so no user input is ever parsed as FTS5 syntax.
-fn fts_query(query: &str) -> Option<String> {
-    let terms: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .take(64)
-        .map(|t| format!("\"{}\"", t.to_lowercase()))
-        .collect();
-    if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(" OR "))
-    }
-}
-
 macro_rules! delegate_read {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         impl StoreRead for SqliteStore {
@@ -459,6 +442,8 @@ delegate_read! {
     entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
     entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
     entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
     nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
     children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
     indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
@@ -624,18 +609,4 @@ fn apply_effect(tx: &Connection, effect: &Effect) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fts_query_quotes_every_term() {
-        assert_eq!(
-            fts_query("pay \"bill\" NEAR(x)").unwrap(),
-            "\"pay\" OR \"bill\" OR \"near\" OR \"x\""
-        );
-        assert_eq!(fts_query("  ,;  "), None);
-    }
 }

@@ -7,31 +7,20 @@
 //! `nodes`: one statement and one read lock, still one indexed lookup per distinct node, so
 //! the rows read stay O(log n) per proof (`read_many_uses_the_primary_key` checks the plan).
 //!
-//! Statement texts are bucketed to powers of two between [`MIN_BUCKET`] and [`MAX_BUCKET`]
-//! pairs, the tail padded with the last id, so at most five texts are prepared and cached;
-//! longer lists are read in chunks of [`MAX_BUCKET`].
+//! The statement texts are bucketed (`buckets.rs`).
 
+use super::buckets::{self, MAX_BUCKET, pieces};
 use super::to_i64;
 use crate::error::Error;
 use memlineage_core::Hash256;
 use memlineage_core::merkle::NodeId;
 use rusqlite::Connection;
 
-/// The smallest `VALUES` list prepared (shorter lists are padded to it).
-const MIN_BUCKET: usize = 8;
-/// The largest `VALUES` list prepared (longer lists are read in chunks of it).
-const MAX_BUCKET: usize = 128;
-
 /// The statement for a `VALUES` list of `pairs` (level, index) pairs, built once per bucket.
 fn bucket_sql(pairs: usize) -> &'static str {
     static TEXTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let texts = TEXTS.get_or_init(|| {
-        std::iter::successors(Some(MIN_BUCKET), |b| (*b < MAX_BUCKET).then_some(b * 2))
-            .map(build_sql)
-            .collect()
-    });
-    let slot = (pairs.max(MIN_BUCKET) / MIN_BUCKET).trailing_zeros() as usize;
-    texts.get(slot).map_or("", String::as_str)
+    let texts = TEXTS.get_or_init(|| buckets::SIZES.iter().map(|&k| build_sql(k)).collect());
+    texts.get(buckets::slot(pairs)).map_or("", String::as_str)
 }
 
 /// Builds the statement for `pairs` pairs.
@@ -46,36 +35,6 @@ fn build_sql(pairs: usize) -> String {
     }
     sql.push_str(") AS v JOIN nodes n ON n.level = v.column1 AND n.idx = v.column2");
     sql
-}
-
-/// How a list of `len` distinct ids is cut into statements: `(ids, pairs)` per statement,
-/// `pairs` a bucket ≥ `ids`. A statement costs about as much as a few lookups, so a piece is
-/// padded up to its bucket when that adds at most [`MAX_PADDING`] lookups, and otherwise
-/// split (81 ids: 64 + 17 padded to 32 would pad 15, so 64 + 16 + 1 padded to 8).
-fn pieces(mut len: usize) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    while len > 0 {
-        let b = bucket(len);
-        if len >= MAX_BUCKET {
-            out.push((MAX_BUCKET, MAX_BUCKET));
-            len -= MAX_BUCKET;
-        } else if b - len <= MAX_PADDING || b == MIN_BUCKET {
-            out.push((len, b));
-            len = 0;
-        } else {
-            out.push((b / 2, b / 2));
-            len -= b / 2;
-        }
-    }
-    out
-}
-
-/// The most padding lookups a statement takes rather than being split.
-const MAX_PADDING: usize = 4;
-
-/// The bucket a list of `len` distinct ids is read with (`len` ≤ [`MAX_BUCKET`]).
-fn bucket(len: usize) -> usize {
-    len.next_power_of_two().clamp(MIN_BUCKET, MAX_BUCKET)
 }
 
 fn missing(n: &NodeId) -> Error {
@@ -216,7 +175,7 @@ mod tests {
     #[test]
     fn read_many_uses_the_primary_key() {
         let conn = db(1, 1);
-        for pairs in [MIN_BUCKET, MAX_BUCKET] {
+        for pairs in [buckets::SIZES[0], MAX_BUCKET] {
             let args = vec![0i64; 2 * pairs];
             let plan: Vec<String> = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {}", bucket_sql(pairs)))
@@ -231,27 +190,8 @@ mod tests {
                 "{plan:?}"
             );
         }
-        for pairs in [8, 16, 32, 64, 128] {
+        for pairs in buckets::SIZES {
             assert_eq!(bucket_sql(pairs), build_sql(pairs));
         }
-        assert_eq!(pieces(0), vec![]);
-        assert_eq!(pieces(3), vec![(3, 8)]);
-        assert_eq!(pieces(14), vec![(14, 16)]);
-        assert_eq!(pieces(81), vec![(64, 64), (16, 16), (1, 8)]);
-        assert_eq!(
-            pieces(300),
-            vec![(128, 128), (128, 128), (32, 32), (12, 16)]
-        );
-        for len in 0..600 {
-            let p = pieces(len);
-            assert_eq!(p.iter().map(|(l, _)| l).sum::<usize>(), len);
-            assert!(
-                p.iter()
-                    .all(|(l, b)| l <= b && b - l <= MAX_PADDING.max(MIN_BUCKET))
-            );
-        }
-        assert_eq!(bucket(1), MIN_BUCKET);
-        assert_eq!(bucket(9), 16);
-        assert_eq!(bucket(MAX_BUCKET), MAX_BUCKET);
     }
 }
