@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use ed25519_dalek::SigningKey;
+use memlineage_core::Hash256;
 use memlineage_core::keys;
 use std::collections::HashMap;
 use std::fs;
@@ -10,10 +11,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
-/// The secret keys this process can sign with.
+/// The secret keys this process can sign with, each with its key id (computed once: the write
+/// path names the key id in every entry).
 #[derive(Default)]
 pub struct Keyring {
-    keys: RwLock<HashMap<String, SigningKey>>,
+    keys: RwLock<HashMap<String, (SigningKey, Hash256)>>,
 }
 
 impl Keyring {
@@ -25,12 +27,18 @@ impl Keyring {
     /// Adds or replaces the key of `name`.
     pub fn insert(&self, name: &str, key: SigningKey) {
         if let Ok(mut k) = self.keys.write() {
-            k.insert(name.to_string(), key);
+            let id = keys::key_id(&key.verifying_key());
+            k.insert(name.to_string(), (key, id));
         }
     }
 
     /// The key of `name`.
     pub fn get(&self, name: &str) -> Result<SigningKey, Error> {
+        self.get_with_id(name).map(|(key, _)| key)
+    }
+
+    /// The key of `name` and its key id.
+    pub fn get_with_id(&self, name: &str) -> Result<(SigningKey, Hash256), Error> {
         self.keys
             .read()
             .ok()

@@ -14,7 +14,7 @@ use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, RegistryChange, Tombstone};
 use memlineage_core::rule::{LabelRule, bounded_label};
 use memlineage_core::trust::ParentEdge;
-use memlineage_core::{EntryId, Hash256, keys};
+use memlineage_core::{EntryId, Hash256};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -238,14 +238,13 @@ impl<S: Store> Memory<S> {
                     .into(),
             ));
         }
-        let key = self.keys.get(&req.writer)?;
+        let (key, key_id) = self.keys.get_with_id(&req.writer)?;
         let principal = registry.get(&req.writer).ok_or_else(|| {
             Error::Invalid(format!(
                 "principal `{}` is not registered (add it with `memlineage principal add`)",
                 req.writer
             ))
         })?;
-        let key_id = keys::key_id(&key.verifying_key());
         if principal.current_key().map(|k| k.key_id) != Some(key_id) {
             return Err(Error::Invalid(format!(
                 "the loaded key of `{}` is not its current registered key (revoked or rotated)",

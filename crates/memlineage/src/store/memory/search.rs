@@ -14,6 +14,8 @@ use std::collections::HashMap;
 const K1: f64 = 1.2;
 /// BM25 length normalisation (FTS5 default).
 const B: f64 = 0.75;
+/// The largest scratch buffer [`SearchIndex::insert`] keeps between calls (elements).
+const SCRATCH_KEEP: usize = 4096;
 /// The most query terms considered (as in the SQLite store).
 pub const MAX_QUERY_TERMS: usize = 64;
 
@@ -73,6 +75,10 @@ pub struct SearchIndex {
     docs: Vec<Option<Doc>>,
     live: usize,
     total_len: u64,
+    /// Scratch space of [`SearchIndex::insert`] (term ids, folded term), kept between calls
+    /// so that indexing a text allocates only the document's own term list.
+    scratch_ids: Vec<u32>,
+    scratch_lower: String,
 }
 
 impl SearchIndex {
@@ -104,8 +110,9 @@ impl SearchIndex {
     /// Indexes `text` as document `doc` (replacing an earlier text of the same document).
     pub fn insert(&mut self, doc: u64, text: &str) {
         self.remove(doc);
-        let mut ids: Vec<u32> = Vec::with_capacity(64);
-        let mut lower = String::new();
+        let mut ids = std::mem::take(&mut self.scratch_ids);
+        let mut lower = std::mem::take(&mut self.scratch_lower);
+        ids.clear();
         each_token(text, &mut lower, |token| ids.push(self.intern(token)));
         let len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
         ids.sort_unstable();
@@ -133,6 +140,13 @@ impl SearchIndex {
         if let Some(slot) = self.slot(doc) {
             *slot = Some(Doc { len, terms });
             self.live += 1;
+        }
+        // Kept for the next text, unless a long one grew them (memory stays small).
+        if ids.capacity() <= SCRATCH_KEEP {
+            self.scratch_ids = ids;
+        }
+        if lower.capacity() <= SCRATCH_KEEP {
+            self.scratch_lower = lower;
         }
     }
 
