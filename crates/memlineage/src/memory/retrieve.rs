@@ -121,15 +121,11 @@ impl<S: Store> Memory<S> {
     /// Verifies and renders the given entries, in the order given (the active context of a
     /// session, or the gate's context).
     pub fn recall(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
-        let mut candidates = Vec::with_capacity(ids.len());
-        let mut batch = batch_read(ids.len(), self.store.entries_by_id(ids));
-        for id in ids {
-            let stored = match &mut batch {
-                Some(all) => all.next().flatten(),
-                None => self.store.entry_by_id(id)?,
-            };
-            candidates.push(stored.ok_or(Error::NotFound(*id))?);
-        }
+        let candidates = ids
+            .iter()
+            .zip(self.entries_by_id(ids))
+            .map(|(id, stored)| stored?.ok_or(Error::NotFound(*id)))
+            .collect::<Result<Vec<_>, Error>>()?;
         self.verify_for_prompt(candidates, Vec::new(), None, Forgotten::Skip)
     }
 
@@ -138,18 +134,25 @@ impl<S: Store> Memory<S> {
     /// examine every ancestor of a context entry but never renders one into a prompt. Entries
     /// missing from the log are left out.
     pub(crate) fn recall_lineage(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
-        let mut candidates = Vec::with_capacity(ids.len());
-        let mut batch = batch_read(ids.len(), self.store.entries_by_id(ids));
-        for id in ids {
-            let stored = match &mut batch {
-                Some(all) => all.next().flatten(),
-                None => self.store.entry_by_id(id)?,
-            };
-            if let Some(stored) = stored {
-                candidates.push(stored);
-            }
-        }
+        let candidates = self
+            .entries_by_id(ids)
+            .filter_map(Result::transpose)
+            .collect::<Result<Vec<_>, Error>>()?;
         self.verify_for_prompt(candidates, Vec::new(), None, Forgotten::Include)
+    }
+
+    /// The entries `ids`, in order (each `None` when not in the log), from one batched store
+    /// read; when that read fails or answers the wrong number, one read per id as the
+    /// iterator advances, so that errors are those of single reads, in the same order.
+    fn entries_by_id<'a>(
+        &'a self,
+        ids: &'a [EntryId],
+    ) -> impl Iterator<Item = Result<Option<StoredEntry>, Error>> + 'a {
+        let mut batch = batch_read(ids.len(), self.store.entries_by_id(ids));
+        ids.iter().map(move |id| match &mut batch {
+            Some(all) => Ok(all.next().flatten()),
+            None => self.store.entry_by_id(id),
+        })
     }
 
     fn verify_for_prompt(
