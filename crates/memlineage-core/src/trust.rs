@@ -50,6 +50,29 @@ pub struct LabelDecision {
     pub cause: LabelCause,
 }
 
+/// The smallest weight the strict fallback gives an edge to an untrusted parent: one basis point.
+///
+/// A weight of 0 on an untrusted parent does not mean "no influence" that anyone verified: an
+/// attribution judge answers 0 when it is persuaded by the parent's text, when the parent was
+/// truncated before it was judged (the injection sat past the cut), or when its answer rounds
+/// to 0 basis points. Under the strict fallback such an edge counts as the smallest non-zero
+/// weight, so no weight a judge can give an untrusted parent yields a lower label than a small
+/// non-zero one does (issue 11, item 4; `docs/lineage.md`).
+pub const UNTRUSTED_FLOOR: Weight = match Weight::from_bp(1) {
+    Some(w) => w,
+    None => Weight::ZERO,
+};
+
+/// The weight the rule uses for edge `p`: its own, except that under the strict fallback an
+/// untrusted parent weighs at least [`UNTRUSTED_FLOOR`].
+pub fn effective_weight(p: &ParentEdge, fallback: Fallback) -> Weight {
+    if fallback == Fallback::Strict && p.label.is_untrusted() {
+        p.weight.max(UNTRUSTED_FLOOR)
+    } else {
+        p.weight
+    }
+}
+
 /// Computes the label of an entry written by a principal of class `writer`, with `parents`.
 ///
 /// The rule, in order:
@@ -58,7 +81,10 @@ pub struct LabelDecision {
 /// 3. strong parents (weight > τ) exist: the derived form of the highest strong parent's label;
 ///    under `strict` also `DERIVED_UNTRUSTED` when the untrusted parents' weights sum above τ;
 /// 4. no strong parent: `permissive` → `DERIVED_TRUSTED`; `strict` → `DERIVED_UNTRUSTED` if any
-///    untrusted parent has a non-zero weight, else `DERIVED_TRUSTED`.
+///    untrusted parent is present, else `DERIVED_TRUSTED`.
+///
+/// Under `strict` every untrusted parent weighs at least [`UNTRUSTED_FLOOR`] (one basis point),
+/// whatever weight it was given: a judge's 0 cannot erase taint ([`effective_weight`]).
 pub fn compute_label(
     writer: TrustClass,
     parents: &[ParentEdge],
@@ -86,15 +112,16 @@ pub fn compute_label(
     let mut untrusted_sum: u32 = 0;
     let mut first_weak_untrusted: Option<usize> = None;
     for (i, p) in parents.iter().enumerate() {
-        if p.weight > tau {
+        let weight = effective_weight(p, fallback);
+        if weight > tau {
             if strongest.is_none_or(|(_, l)| p.label > l) {
                 strongest = Some((i, p.label));
             }
-        } else if p.label.is_untrusted() && p.weight > Weight::ZERO {
+        } else if p.label.is_untrusted() && weight > Weight::ZERO {
             first_weak_untrusted.get_or_insert(i);
         }
         if p.label.is_untrusted() {
-            untrusted_sum += u32::from(p.weight.bp());
+            untrusted_sum += u32::from(weight.bp());
         }
     }
     match (strongest, fallback) {
@@ -191,9 +218,37 @@ mod tests {
         assert_eq!(d.cause, LabelCause::StrictUntrustedSum { sum_bp: 6000 });
     }
 
+    /// Item 4 of issue 11: a zero weight on an untrusted parent (a judge's 0, a weight that
+    /// rounded to 0, a parent truncated before it was judged) gives the label a one basis point
+    /// weight gives, never a lower one; under `permissive` nothing changes.
     #[test]
-    fn zero_weight_untrusted_parent_is_ignored_even_under_strict() {
-        let ps = [edge(Trusted, 2000), edge(External, 0)];
+    fn zero_weight_untrusted_parent_counts_as_the_smallest_weight_under_strict() {
+        for others in [
+            vec![],
+            vec![edge(Trusted, 2000)],
+            vec![edge(Trusted, 9000)],
+            vec![edge(Trusted, 9000), edge(External, 4999)],
+            vec![edge(Trusted, 9000), edge(External, 5000)],
+        ] {
+            for tau in [0u16, 1, 2500, 5000, 10000] {
+                let mut zero = others.clone();
+                zero.push(edge(External, 0));
+                let mut small = others.clone();
+                small.push(edge(External, 1));
+                let z = compute_label(TrustClass::Trusted, &zero, w(tau), Fallback::Strict);
+                let s = compute_label(TrustClass::Trusted, &small, w(tau), Fallback::Strict);
+                assert_eq!(z.label, s.label, "{others:?} τ {tau}");
+                assert!(z.label >= DerivedTrusted);
+            }
+        }
+        let ps = [edge(External, 0)];
+        let d = compute_label(TrustClass::Trusted, &ps, w(5000), Fallback::Strict);
+        assert_eq!(d.label, DerivedUntrusted);
+        assert_eq!(d.cause, LabelCause::StrictWeakUntrusted(0));
+        let d = compute_label(TrustClass::Trusted, &ps, w(5000), Fallback::Permissive);
+        assert_eq!(d.label, DerivedTrusted);
+        // A trusted parent at 0 still records presence without influence.
+        let ps = [edge(Trusted, 0)];
         let d = compute_label(TrustClass::Trusted, &ps, w(5000), Fallback::Strict);
         assert_eq!(d.label, DerivedTrusted);
     }

@@ -602,8 +602,9 @@ fn malformed_input_is_an_error() {
 
     for (args, needle) in [
         (json!({"recipient": 42}), "found a number"),
+        // An array is judged element by element; an array of arrays cannot be judged.
         (
-            json!({"recipient": ["GB29NWBK60161331926819"]}),
+            json!({"recipient": [["GB29NWBK60161331926819"]]}),
             "found an array",
         ),
         (json!({"recipient": "hello"}), "is not an IBAN"),

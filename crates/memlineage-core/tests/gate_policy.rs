@@ -136,7 +136,7 @@ fn errors_name_line_column_and_problem() {
             "[tools.send_money]\nparms = {}",
             2,
             1,
-            "unknown key \"parms\" in tool `send_money` (expected `params`)",
+            "unknown key \"parms\" in tool `send_money` (expected `params` or `default`)",
         ),
         (
             "[tools.send_money.params]\nrecipient = { type = \"ibna\" }",

@@ -69,7 +69,11 @@ fn iban() {
             ("GB29", None),
             ("29GB NWBK 6016 1331 9268 19", None),
             ("GB29 NWBK 6016 1331 9268 1é", None),
-            ("GB29.NWBK.6016.1331.9268.19", None),
+            (
+                "GB29.NWBK.6016.1331.9268.19",
+                Some("GB29NWBK60161331926819"),
+            ),
+            ("GB29,NWBK,6016,1331,9268,19", None),
             ("GB2912345678901234567890123456789012", None),
             ("", None),
         ],
@@ -99,7 +103,10 @@ fn iban() {
         ("to gb29-nwbk-6016-1331-9268-19", true),
         ("GB29NWBK60161331926819", true),
         ("GB29 NWBK 6016 1331 9268 190", false),
-        ("GB29  NWBK 6016 1331 9268 19", false),
+        // Separator runs of any kind, formatting and compatibility forms are read through.
+        ("GB29  NWBK 6016 1331 9268 19", true),
+        ("GB29\u{a0}NWBK\u{200b}6016\u{2009}1331\n9268.19", true),
+        ("ＧＢ２９ＮＷＢＫ６０１６１３３１９２６８１９", true),
         ("XGB29NWBK60161331926819", false),
         ("GB29NWBK6016133192681", false),
     ] {
@@ -265,13 +272,16 @@ fn url() {
             ("https://example.com:443/a/", Some("https://example.com/a")),
             (
                 "http://example.com:8080/a%2fb?x=1#",
-                Some("http://example.com:8080/a%2Fb?x=1"),
+                Some("https://example.com:8080/a%2Fb?x=1"),
             ),
             (
                 "https://example.com/A?Q=B",
                 Some("https://example.com/A?Q=B"),
             ),
-            ("example.com", None),
+            // Web URLs without a scheme are URLs (read as https).
+            ("example.com", Some("https://example.com")),
+            ("www.Example.com/page/", Some("https://www.example.com/page")),
+            ("example", None),
             ("https://", None),
             ("https://a b.com", None),
         ],
@@ -281,7 +291,7 @@ fn url() {
         &[
             (
                 "(see https://x.org/a). Or <HTTP://Y.org/b?q=1>, or ftp://z.org:21/.",
-                &["https://x.org/a", "http://y.org/b?q=1", "ftp://z.org"],
+                &["https://x.org/a", "https://y.org/b?q=1", "ftp://z.org"],
             ),
             (
                 "Wiki: https://en.wikipedia.org/wiki/Foo_(bar)!",
@@ -290,6 +300,8 @@ fn url() {
         ],
     );
     assert!(occurs(&t, "https://x.org", "go to HTTPS://X.ORG/ now"));
+    assert!(occurs(&t, "www.x.org/a", "go to http://www.x.org/a/ now"));
+    assert!(occurs(&t, "https://www.x.org/a", "go to www.x.org/a now"));
     assert!(!occurs(&t, "https://x.org/a", "go to https://x.org/ab"));
 }
 

@@ -3,43 +3,45 @@
 use super::error::GateError;
 use super::judge::{Judgement, judge};
 use super::message::{Facts, Finding, Judged, Said};
-use super::policy::{Citations, Mode, ParamPolicy, Policy, ToolPolicy, Unjustified};
+use super::param_type::{ParamType, ParamValue};
+use super::path;
+use super::policy::{Carriers, Citations, Mode, Policy, ToolPolicy, Unjustified, Unlisted};
 use super::summary::Summary;
-use super::trace::{Entries, TraceArgs, Traced, trace};
+use super::trace::{Entries, TraceArgs, Traced, look_carriers, trace};
 use super::{ContextEntry, Decision, GateDecision, GateInput, Outcome, ParamReason, Repair, Via};
 use crate::hash::EntryId;
+use crate::label::TrustLabel;
 use serde_json::Value;
 use std::borrow::Cow;
 
 /// Decides on `input.call` under `policy`.
 ///
 /// Errors (never a panic) for malformed input: a citation or attribution naming an entry that
-/// is not in the context, or a checked parameter whose value is not of its type. The rules are
-/// in `docs/gate.md`:
+/// is not in the context, a checked value that is not of its type, or arguments whose shape a
+/// parameter path cannot follow. The rules are in `docs/gate.md`:
 ///
-/// - a tool the policy does not name is not sensitive: allow;
-/// - each parameter the policy names is traced (citation, else value match, else attribution,
-///   the call judged as a derived entry under τ and the fallback); each carrier counts at its
-///   value label (value provenance), and the most trusted carrier (`carriers = "any"`) or the
-///   least trusted one (`"all"`) decides; it passes when that label is at or below `require`,
-///   or when nothing justifies it and the policy allows unjustified values; a parameter absent
-///   from the call (or `null`) is not checked;
-/// - all pass: allow; else, without repair: deny; with repair: every failing parameter must
-///   get exactly one distinct trusted candidate value, and the repaired call must pass.
+/// - a tool the policy does not name is not sensitive: allow (under `default = "deny"`: deny);
+/// - every value each parameter path reaches is traced (citation, else value match, else
+///   attribution, the call judged as a derived entry under τ and the fallback); each carrier
+///   counts at its value label (value provenance), and the most trusted carrier (`carriers =
+///   "any"`) or the least trusted one (`"all"`) decides; it passes when that label is at or
+///   below `require`, or when nothing justifies it and the policy allows unjustified values; a
+///   value absent from the call (or `null`) is not checked; an untrusted entry that carries the
+///   value only by look fails it when no entry justifies it (under `all`: always);
+/// - under `default = "deny"`, an argument no path covers fails;
+/// - all pass: allow; else, without repair: deny; with repair: every failing value must get
+///   exactly one distinct trusted candidate value, and the repaired call must pass.
 ///
 /// The decision borrows from what `input` borrows (the call, the entries); its texts are
 /// written when asked for ([`GateDecision::summary`], [`ParamReason::message`]).
 pub fn decide<'a>(policy: &Policy, input: &GateInput<'a>) -> Result<GateDecision<'a>, GateError> {
     validate(input)?;
     let Some(tool) = policy.tools.get(&input.call.name) else {
-        return Ok(finish(
-            policy,
-            input,
-            Decision::Allow,
-            Summary::NotSensitive,
-            Vec::new(),
-            Vec::new(),
-        ));
+        let (decision, says) = match policy.default {
+            Unlisted::Allow => (Decision::Allow, Summary::NotSensitive),
+            Unlisted::Deny => (Decision::Deny, Summary::NotNamedDenied),
+        };
+        return Ok(finish(policy, input, decision, says, Vec::new(), Vec::new()));
     };
     let mut scratch = String::new();
     let entries = Entries {
@@ -47,14 +49,15 @@ pub fn decide<'a>(policy: &Policy, input: &GateInput<'a>) -> Result<GateDecision
         extra: &[],
     };
     let checked = check_all(policy, tool, input, entries, &[], &mut scratch)?;
-    let (decision, says) = if !checked.iter().any(|r| r.outcome.fails()) {
+    let (decision, says) = if !checked.iter().any(|c| c.reason.outcome.fails()) {
         (Decision::Allow, Summary::Allowed)
     } else if !input.repair {
         (Decision::Deny, Summary::Denied)
     } else {
         return super::repair::attempt(policy, tool, input, checked, &mut scratch);
     };
-    Ok(finish(policy, input, decision, says, checked, Vec::new()))
+    let reasons = checked.into_iter().map(|c| c.reason).collect();
+    Ok(finish(policy, input, decision, says, reasons, Vec::new()))
 }
 
 /// Every citation and attribution must name an entry of the context.
@@ -79,98 +82,251 @@ fn validate(input: &GateInput<'_>) -> Result<(), GateError> {
     Ok(())
 }
 
-/// Checks every parameter `tool` names against the call's arguments, with the values of
-/// `replaced` instead of the call's for the parameters they name (whose citations no longer
-/// apply).
-pub(crate) fn check_all<'a>(
+/// One checked value, with what repair needs to know about it.
+pub(crate) struct Checked<'a, 'p> {
+    /// Its reason.
+    pub(crate) reason: ParamReason<'a>,
+    /// Its type; `None` for an argument no path covers.
+    pub(crate) kind: Option<&'p ParamType>,
+    /// The least trusted label that may justify it.
+    pub(crate) require: TrustLabel,
+    /// Whether repair may replace it: a parameter's own value (not a typed value found inside
+    /// free text, not an unlisted argument).
+    pub(crate) repairable: bool,
+}
+
+/// What one value is checked against.
+struct Rule<'p> {
+    kind: &'p ParamType,
+    require: TrustLabel,
+    unjustified: Unjustified,
+}
+
+/// Checks every value the paths of `tool` reach in the call's arguments, with the values of
+/// `replaced` instead of the call's for the concrete paths they name (whose citations no longer
+/// apply), then (under `default = "deny"`) the arguments no path covers.
+pub(crate) fn check_all<'a, 'p>(
     policy: &Policy,
-    tool: &ToolPolicy,
+    tool: &'p ToolPolicy,
     input: &GateInput<'a>,
     entries: Entries<'_, 'a>,
     replaced: &[Repair],
     scratch: &mut String,
-) -> Result<Vec<ParamReason<'a>>, GateError> {
+) -> Result<Vec<Checked<'a, 'p>>, GateError> {
     let prepared = input.prepared.filter(|p| p.matches(entries.main));
+    let mut cx = Cx {
+        policy,
+        input,
+        entries,
+        prepared,
+        scratch,
+        spare: Vec::new(),
+    };
+    let args = &input.call.arguments;
     let mut out = Vec::with_capacity(tool.params.len());
-    let mut spare = Vec::new();
     for (name, pp) in &tool.params {
-        // The name is borrowed from the call where the call has the parameter.
-        let (param, given) = match input.call.arguments.get_key_value(name) {
-            Some((k, v)) => (Cow::Borrowed(k.as_str()), Some(v)),
-            None => (Cow::Owned(name.clone()), None),
-        };
-        let new = replaced.iter().find(|r| r.param == *name);
-        let raw = match new {
-            Some(r) => Some(Cow::Owned(r.new.clone())),
-            None => given.map(Cow::Borrowed),
-        };
-        let Some(raw) = raw.filter(|v| !v.is_null()) else {
-            out.push(ParamReason {
-                param,
-                outcome: Outcome::Absent,
-                via: Via::None,
-                justifying: Vec::new(),
-                label: None,
-                offending: None,
-                taint_path: Vec::new(),
-                said: Said::Absent,
-            });
-            continue;
-        };
-        let value = pp.kind.normalise(&raw).map_err(|e| GateError::Value {
+        let value_error = |problem: String| GateError::Value {
             tool: input.call.name.clone(),
             param: name.clone(),
-            problem: e.problem,
-        })?;
-        let citations = if new.is_some() {
-            None
-        } else {
-            input
-                .citations
-                .get(name)
-                .map(Vec::as_slice)
-                .filter(|c| !c.is_empty())
+            problem,
         };
-        let traced = trace(
-            &TraceArgs {
-                kind: &pp.kind,
-                value: &value,
-                citations,
-                verify_citations: policy.citations == Citations::Verify,
-                attribution: input.attribution.get(name).map(Vec::as_slice),
-                tau: input.tau,
-                entries,
-                prepared,
-            },
-            scratch,
-            std::mem::take(&mut spare),
-        );
-        let judged = judge(policy, pp, &value, &traced, input, scratch);
-        let (reason, list) = reason_for(param, pp, raw, traced, judged);
-        spare = list;
-        out.push(reason);
+        let simple = path::Pattern::is_simple(name)
+            && !matches!(args.get(name.as_str()), Some(Value::Array(_)));
+        let reached = if simple {
+            // The common case: one named argument, its name borrowed from the call.
+            let r = match args.get_key_value(name.as_str()) {
+                Some((k, v)) => path::Reached {
+                    path: Cow::Borrowed(k.as_str()),
+                    value: Some(v),
+                },
+                None => path::Reached {
+                    path: Cow::Owned(name.clone()),
+                    value: None,
+                },
+            };
+            vec![r]
+        } else {
+            path::resolve(name, args, true).map_err(value_error)?
+        };
+        let rule = Rule {
+            kind: &pp.kind,
+            require: pp.require,
+            unjustified: pp.unjustified,
+        };
+        for r in reached {
+            let new = replaced.iter().find(|x| x.param == *r.path);
+            let raw = match new {
+                Some(x) => Some(Cow::Owned(x.new.clone())),
+                None => r.value.map(Cow::Borrowed),
+            };
+            let Some(raw) = raw.filter(|v| !v.is_null()) else {
+                out.push(Checked {
+                    reason: absent(r.path),
+                    kind: Some(&pp.kind),
+                    require: pp.require,
+                    repairable: true,
+                });
+                continue;
+            };
+            let value = pp.kind.normalise(&raw).map_err(|e| GateError::Value {
+                tool: input.call.name.clone(),
+                param: r.path.to_string(),
+                problem: e.problem,
+            })?;
+            let keyed = |m: &'a std::collections::BTreeMap<String, Vec<_>>| {
+                m.get(&*r.path).or_else(|| m.get(name))
+            };
+            let citations = if new.is_some() {
+                None
+            } else {
+                keyed(input.citations)
+                    .map(Vec::as_slice)
+                    .filter(|c| !c.is_empty())
+            };
+            let attribution = input
+                .attribution
+                .get(&*r.path)
+                .or_else(|| input.attribution.get(name))
+                .map(Vec::as_slice);
+            let inner = match (&*raw, pp.typed_values.is_empty()) {
+                (Value::String(s), false) => Some(s.clone()),
+                _ => None,
+            };
+            let path_text = r.path.clone().into_owned();
+            let reason = cx.check(r.path, &rule, raw, &value, citations, attribution);
+            out.push(Checked {
+                reason,
+                kind: Some(&pp.kind),
+                require: pp.require,
+                repairable: true,
+            });
+            if let Some(text) = inner {
+                for t in &pp.typed_values {
+                    let rule = Rule {
+                        kind: t,
+                        require: pp.require,
+                        unjustified: pp.typed_unjustified,
+                    };
+                    let mut seen: Vec<super::NormValue> = Vec::new();
+                    for v in t.extract(&text) {
+                        if seen.contains(&v) {
+                            continue;
+                        }
+                        let shown = Value::String(v.to_string());
+                        let sub = format!("{path_text}.{}[{}]", t.name(), seen.len());
+                        let pv = ParamValue::one(v.clone());
+                        seen.push(v);
+                        let reason =
+                            cx.check(Cow::Owned(sub), &rule, Cow::Owned(shown), &pv, None, None);
+                        out.push(Checked {
+                            reason,
+                            kind: Some(t),
+                            require: pp.require,
+                            repairable: false,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if policy.default_for(tool) == Unlisted::Deny {
+        for p in path::uncovered(args, tool.params.keys().map(String::as_str)) {
+            out.push(Checked {
+                reason: ParamReason {
+                    param: Cow::Owned(p),
+                    outcome: Outcome::Unlisted,
+                    via: Via::None,
+                    justifying: Vec::new(),
+                    label: None,
+                    offending: None,
+                    taint_path: Vec::new(),
+                    said: Said::Unlisted,
+                },
+                kind: None,
+                require: TrustLabel::Trusted,
+                repairable: false,
+            });
+        }
     }
     Ok(out)
 }
 
-/// The reason for a traced parameter, and the trace's list of entries for the next one.
+/// The reason of a value that is not in the call.
+fn absent(param: Cow<'_, str>) -> ParamReason<'_> {
+    ParamReason {
+        param,
+        outcome: Outcome::Absent,
+        via: Via::None,
+        justifying: Vec::new(),
+        label: None,
+        offending: None,
+        taint_path: Vec::new(),
+        said: Said::Absent,
+    }
+}
+
+/// What every check of one decision shares.
+struct Cx<'x, 's, 'a> {
+    policy: &'x Policy,
+    input: &'x GateInput<'a>,
+    entries: Entries<'s, 'a>,
+    prepared: Option<&'x super::PreparedContext>,
+    scratch: &'x mut String,
+    /// The justifying list of the last trace, reused.
+    spare: Vec<&'a ContextEntry>,
+}
+
+impl<'a> Cx<'_, '_, 'a> {
+    /// Traces and judges one value.
+    fn check(
+        &mut self,
+        param: Cow<'a, str>,
+        rule: &Rule<'_>,
+        raw: Cow<'a, Value>,
+        value: &ParamValue,
+        citations: Option<&[EntryId]>,
+        attribution: Option<&[(EntryId, crate::label::Weight)]>,
+    ) -> ParamReason<'a> {
+        let args = TraceArgs {
+            kind: rule.kind,
+            value,
+            citations,
+            verify_citations: self.policy.citations == Citations::Verify,
+            all_carriers: self.policy.carriers == Carriers::All,
+            attribution,
+            tau: self.input.tau,
+            entries: self.entries,
+            prepared: self.prepared,
+        };
+        let traced = trace(&args, self.scratch, std::mem::take(&mut self.spare));
+        let mut looks = |exact: &[&'a ContextEntry]| look_carriers(&args, exact);
+        let judged = judge(
+            self.policy,
+            rule.kind,
+            rule.require,
+            value,
+            &traced,
+            self.input,
+            &mut looks,
+            self.scratch,
+        );
+        let (reason, list) = reason_for(param, rule, raw, traced, judged);
+        self.spare = list;
+        reason
+    }
+}
+
+/// The reason for a traced value, and the trace's list of entries for the next one.
 fn reason_for<'a>(
     param: Cow<'a, str>,
-    pp: &ParamPolicy,
+    rule: &Rule<'_>,
     value: Cow<'a, Value>,
     t: Traced<'a>,
     judged: Option<Judgement<'a>>,
 ) -> (ParamReason<'a>, Vec<&'a ContextEntry>) {
-    let justifying: Vec<EntryId> = t.justifying.iter().map(|e| e.id).collect();
-    let label = judged.as_ref().map(|j| j.label);
-    let via = if judged.is_none() && t.via == Via::Attribution {
-        Via::None
-    } else {
-        t.via
-    };
-    let (outcome, offending, taint_path, finding) = match judged {
+    let (outcome, offending, taint_path, finding, via, justifying) = match judged {
         None => {
-            let allowed = pp.unjustified == Unjustified::Allow;
+            let allowed = rule.unjustified == Unjustified::Allow;
             let outcome = if allowed {
                 Outcome::UnjustifiedAllowed
             } else {
@@ -182,27 +338,38 @@ fn reason_for<'a>(
                 None,
                 Vec::new(),
                 Finding::Unjustified { allowed, weak },
+                Via::None,
+                t.justifying.iter().map(|e| e.id).collect(),
             )
         }
         Some(j) => {
-            let trusted = j.label <= pp.require;
+            let trusted = j.label <= rule.require;
             let (outcome, offending, path) = if trusted {
                 (Outcome::Justified, None, Vec::new())
             } else {
                 (Outcome::Untrusted, Some(j.decisive.id), j.path.into_owned())
             };
+            let mut justifying: Vec<EntryId> = t.justifying.iter().map(|e| e.id).collect();
+            if j.by_look && !justifying.contains(&j.decisive.id) {
+                justifying.push(j.decisive.id);
+            }
             let finding = Finding::Judged(Judged {
-                how: t.via,
-                carriers: t.justifying.len(),
+                how: j.via,
+                carriers: j.carriers.max(1),
                 decisive: j.decisive,
+                by_look: j.by_look,
                 label: j.label,
-                require: pp.require,
+                require: rule.require,
                 rule: j.rule,
                 raised_by: j.raised_by,
                 overruled: j.overruled,
             });
-            (outcome, offending, path, finding)
+            (outcome, offending, path, finding, j.via, justifying)
         }
+    };
+    let label = match &finding {
+        Finding::Judged(j) => Some(j.label),
+        Finding::Unjustified { .. } => None,
     };
     let reason = ParamReason {
         param,
@@ -240,7 +407,7 @@ pub(crate) fn finish<'a>(
     let arguments = if policy.mode == Mode::Enforce && !repairs.is_empty() {
         let mut args = call.arguments.clone();
         for r in &repairs {
-            args.insert(r.param.clone(), r.new.clone());
+            path::set(&mut args, &r.param, r.new.clone());
         }
         Cow::Owned(args)
     } else {

@@ -62,12 +62,17 @@ pub enum Outcome {
     Repaired,
     /// Not in the call (or `null`): nothing to check.
     Absent,
+    /// An argument that no parameter path of the policy covers, under `default = "deny"`.
+    Unlisted,
 }
 
 impl Outcome {
     /// Whether this outcome denies the call.
     pub fn fails(self) -> bool {
-        matches!(self, Outcome::UnjustifiedDenied | Outcome::Untrusted)
+        matches!(
+            self,
+            Outcome::UnjustifiedDenied | Outcome::Untrusted | Outcome::Unlisted
+        )
     }
 }
 
@@ -85,11 +90,13 @@ pub enum Via {
     None,
 }
 
-/// The reason for one checked parameter. Its sentence is [`message`](Self::message) (also its
+/// The reason for one checked value. Its sentence is [`message`](Self::message) (also its
 /// `Display`), written when asked for.
 #[derive(Clone)]
 pub struct ParamReason<'a> {
-    /// The parameter.
+    /// The concrete path of the value (`recipient`, `recipients[1]`, `items[0].account`; for a
+    /// typed value found inside free text, the text's path, its type and its index:
+    /// `body.url[0]`).
     pub param: Cow<'a, str>,
     /// What became of it.
     pub outcome: Outcome,

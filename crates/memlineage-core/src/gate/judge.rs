@@ -10,9 +10,9 @@
 
 use super::message::{Rule, Why};
 use super::param_type::{ParamType, ParamValue};
-use super::policy::{Carriers, ParamPolicy, Policy, Provenance};
+use super::policy::{Carriers, Policy, Provenance};
 use super::provenance::{Origin, value_origin};
-use super::trace::Traced;
+use super::trace::{Traced, carry_of};
 use super::{ContextEntry, GateInput, Via};
 use crate::hash::EntryId;
 use crate::label::{TrustClass, TrustLabel};
@@ -21,9 +21,13 @@ use std::borrow::Cow;
 
 /// How a justified parameter was judged.
 pub(crate) struct Judgement<'a> {
+    /// How the decisive entry was found (a value carried only by look is a value match).
+    pub(crate) via: Via,
     /// The entry that decides: the most trusted carrier that passes (`any`), else the least
     /// trusted carrier; for attribution, the parent that caused the call's label.
     pub(crate) decisive: &'a ContextEntry,
+    /// Whether the decisive entry carries the value only by look (a look-alike, separators).
+    pub(crate) by_look: bool,
     /// The label at which the parameter is justified.
     pub(crate) label: TrustLabel,
     /// The decisive entry's lineage path to its untrusted root (through the value's origin when
@@ -35,51 +39,117 @@ pub(crate) struct Judgement<'a> {
     pub(crate) overruled: Vec<EntryId>,
     /// For attribution: why the call, as a derived entry, has its label.
     pub(crate) rule: Option<Rule>,
+    /// How many entries carry the value.
+    pub(crate) carriers: usize,
 }
 
-/// Judges `t`; `None` when nothing justifies the parameter.
+/// The least and most trusted carriers seen so far, and those above `require`.
+struct Tally<'a> {
+    worst: Option<(&'a ContextEntry, Origin<'a>, bool)>,
+    best: Option<(&'a ContextEntry, Origin<'a>)>,
+    above: Vec<EntryId>,
+    count: usize,
+}
+
+impl<'a> Tally<'a> {
+    fn new() -> Self {
+        Tally {
+            worst: None,
+            best: None,
+            above: Vec::new(),
+            count: 0,
+        }
+    }
+
+    /// Adds a carrier; one that carries the value only by look can be the worst, never the best.
+    fn add(&mut self, c: &'a ContextEntry, o: Origin<'a>, require: TrustLabel, exact: bool) {
+        self.count += 1;
+        if o.label > require {
+            self.above.push(c.id);
+        }
+        if exact && self.best.as_ref().is_none_or(|(_, b)| o.label < b.label) {
+            self.best = Some((c, o.clone()));
+        }
+        if self.worst.as_ref().is_none_or(|(_, w, _)| o.label > w.label) {
+            self.worst = Some((c, o, !exact));
+        }
+    }
+
+    fn judgement(self, via: Via, any: bool, require: TrustLabel) -> Option<Judgement<'a>> {
+        let count = self.count;
+        let (decisive, pick, by_look, overruled) = match (self.best, any) {
+            (Some((c, o)), true) if o.label <= require => (c, o, false, self.above),
+            _ => {
+                let (c, o, look) = self.worst?;
+                (c, o, look, Vec::new())
+            }
+        };
+        Some(Judgement {
+            via,
+            decisive,
+            by_look,
+            label: pick.label,
+            path: pick.path,
+            raised_by: pick.raised_by,
+            overruled,
+            rule: None,
+            carriers: count,
+        })
+    }
+}
+
+/// Judges `t` (a value of type `kind` that must be justified at `require` or better); `looks`
+/// finds the entries that carry the value only by look, asked for only when they can change the
+/// outcome. `None` when nothing justifies the value.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn judge<'a>(
     policy: &Policy,
-    pp: &ParamPolicy,
+    kind: &ParamType,
+    require: TrustLabel,
     value: &ParamValue,
     t: &Traced<'a>,
     input: &GateInput<'_>,
+    looks: &mut dyn FnMut(&[&'a ContextEntry]) -> Vec<&'a ContextEntry>,
     scratch: &mut String,
 ) -> Option<Judgement<'a>> {
+    let any = policy.carriers == Carriers::Any;
     match t.via {
-        Via::None => None,
-        Via::Attribution => judge_attribution(t, input),
         Via::Citation | Via::ValueMatch => {
-            // One pass over the carriers: the least trusted (first of the highest label), the
-            // most trusted (first of the lowest), and those above `require`.
-            let mut worst: Option<(&'a ContextEntry, Origin<'a>)> = None;
-            let mut best: Option<(&'a ContextEntry, Origin<'a>)> = None;
-            let mut above = Vec::new();
+            let mut tally = Tally::new();
             for &c in &t.justifying {
-                let o = carrier_origin(policy, &pp.kind, value, c, input, scratch);
-                if o.label > pp.require {
-                    above.push(c.id);
-                }
-                if best.as_ref().is_none_or(|(_, b)| o.label < b.label) {
-                    best = Some((c, o.clone()));
-                }
-                if worst.as_ref().is_none_or(|(_, w)| o.label > w.label) {
-                    worst = Some((c, o));
+                let o = carrier_origin(policy, kind, value, c, input, scratch);
+                tally.add(c, o, require, true);
+            }
+            if !any {
+                // Under `all` every carrier is weighed, those that carry the value by look
+                // included (they fail it when above `require`).
+                for c in looks(&t.justifying) {
+                    let o = carrier_origin(policy, kind, value, c, input, scratch);
+                    if o.label > require {
+                        tally.add(c, o, require, false);
+                    }
                 }
             }
-            let (best, worst) = (best?, worst?);
-            let ((decisive, pick), overruled) = match policy.carriers {
-                Carriers::Any if best.1.label <= pp.require => (best, above),
-                _ => (worst, Vec::new()),
-            };
-            Some(Judgement {
-                decisive,
-                label: pick.label,
-                path: pick.path,
-                raised_by: pick.raised_by,
-                overruled,
-                rule: None,
-            })
+            tally.judgement(t.via, any, require)
+        }
+        Via::Attribution | Via::None => {
+            // No entry carries the value exactly: an untrusted one that carries it by look is
+            // where it may have been read, and fails it.
+            let mut tally = Tally::new();
+            for c in looks(&[]) {
+                let o = carrier_origin(policy, kind, value, c, input, scratch);
+                if o.label > require {
+                    tally.add(c, o, require, false);
+                }
+            }
+            if tally.count > 0 {
+                return tally.judgement(Via::ValueMatch, any, require);
+            }
+            if t.via == Via::Attribution {
+                judge_attribution(t, input)
+            } else {
+                None
+            }
         }
     }
 }
@@ -91,7 +161,7 @@ pub(crate) fn carrier_origin<'a>(
     value: &ParamValue,
     carrier: &'a ContextEntry,
     input: &GateInput<'_>,
-    scratch: &mut String,
+    _scratch: &mut String,
 ) -> Origin<'a> {
     match policy.provenance {
         Provenance::Entry => Origin {
@@ -100,11 +170,7 @@ pub(crate) fn carrier_origin<'a>(
             raised_by: None,
         },
         Provenance::Value => {
-            let mut carries = |e: &ContextEntry| {
-                e.content
-                    .as_deref()
-                    .is_some_and(|c| kind.any_occurs(value, c, scratch))
-            };
+            let mut carries = |e: &ContextEntry| carry_of(kind, value, e);
             value_origin(carrier, input.ancestry, &mut carries)
         }
     }
@@ -162,11 +228,14 @@ fn judge_attribution<'a>(t: &Traced<'a>, input: &GateInput<'_>) -> Option<Judgem
         Cow::Borrowed(&[][..])
     };
     Some(Judgement {
+        via: Via::Attribution,
         decisive,
+        by_look: false,
         label: d.label,
         path,
         raised_by: None,
         overruled: Vec::new(),
+        carriers: t.justifying.len(),
         rule: Some(Rule {
             label: d.label,
             tau: input.tau,

@@ -26,6 +26,8 @@ pub(crate) enum Said<'a> {
     Text(String),
     /// The parameter is not in the call.
     Absent,
+    /// An argument no parameter path covers, under `default = "deny"`.
+    Unlisted,
     /// The parameter was traced and judged.
     Checked(Facts<'a>),
 }
@@ -66,6 +68,8 @@ pub(crate) struct Judged<'a> {
     pub(crate) carriers: usize,
     /// The entry that decides.
     pub(crate) decisive: &'a ContextEntry,
+    /// Whether the decisive entry carries the value only by look.
+    pub(crate) by_look: bool,
     /// The label at which the value is justified.
     pub(crate) label: TrustLabel,
     /// The parameter's required label.
@@ -115,6 +119,9 @@ pub(crate) enum RepairNote<'a> {
     Nothing(&'static str),
     /// Free text is never repaired.
     FreeText,
+    /// A typed value found inside free text is never repaired (the text would have to be
+    /// rewritten).
+    Inner,
 }
 
 /// The one trusted candidate for a failing parameter.
@@ -129,11 +136,22 @@ pub(crate) struct Candidate<'a> {
 }
 
 impl Said<'_> {
+    /// The value that was checked, if the facts are kept.
+    pub(crate) fn value(&self) -> Option<&Value> {
+        match self {
+            Said::Checked(f) => Some(&f.value),
+            _ => None,
+        }
+    }
+
     /// The message of parameter `name`, whose reason has `taint_path`.
     pub(crate) fn render(&self, name: &str, taint_path: &[EntryId]) -> String {
         match self {
             Said::Text(t) => t.clone(),
             Said::Absent => format!("`{name}` is not in the call: nothing to check."),
+            Said::Unlisted => format!(
+                "`{name}` is not covered by any parameter path of the policy, and the policy's default for this tool is deny."
+            ),
             Said::Checked(f) => f.render(name, taint_path),
         }
     }
@@ -195,7 +213,16 @@ impl Judged<'_> {
                 self.label
             ));
         }
-        let desc = entry_desc(self.decisive);
+        let mut desc = entry_desc(self.decisive);
+        if self.decisive.content.is_none() {
+            desc.push_str(
+                ", whose content is erased, so it counts as carrying every value it may have carried",
+            );
+        } else if self.by_look {
+            desc.push_str(
+                ", which carries it by look (look-alike characters, or separators between its characters)",
+            );
+        }
         let require = self.require;
         if self.label > require {
             let path = path_desc(taint_path);
@@ -287,6 +314,9 @@ impl RepairNote<'_> {
                 type_phrase(kind)
             )),
             RepairNote::FreeText => m.push_str("No repair: free text cannot be repaired."),
+            RepairNote::Inner => m.push_str(
+                "No repair: a value found inside free text cannot be repaired (the text would have to be rewritten).",
+            ),
         }
     }
 }
@@ -317,7 +347,7 @@ mod tests {
             label,
             writer: writer.to_string(),
             kind,
-            content: None,
+            content: Some(String::new()),
             taint_path: Vec::new(),
         }
     }
@@ -327,6 +357,7 @@ mod tests {
             how: Via::ValueMatch,
             carriers: 1,
             decisive,
+            by_look: false,
             label,
             require: TrustLabel::DerivedTrusted,
             rule: None,

@@ -12,6 +12,7 @@
 //! writes its human text only when asked ([`GateDecision`]). The rules are written out in
 //! `docs/gate.md`.
 
+pub mod canon;
 mod call;
 mod decide;
 mod decision;
@@ -20,6 +21,7 @@ mod ids;
 mod judge;
 mod message;
 mod param_type;
+mod path;
 mod policy;
 mod prepared;
 mod provenance;
@@ -33,10 +35,10 @@ pub use call::ToolCall;
 pub use decide::decide;
 pub use decision::{Decision, GateDecision, Outcome, ParamReason, Repair, Via};
 pub use error::GateError;
-pub use param_type::{Amount, Date, NormValue, ParamType, ParamValue, ValueError};
+pub use param_type::{Amount, Carry, Date, NormValue, ParamType, ParamValue, ValueError};
 pub use policy::{
-    Carriers, Citations, Mode, ParamPolicy, Policy, PolicyError, Provenance, ToolPolicy,
-    Unjustified,
+    Carriers, Citations, Mode, ParamPolicy, Policy, PolicyError, Provenance, TYPED_VALUE_TYPES,
+    ToolPolicy, Unjustified, Unlisted,
 };
 pub use prepared::PreparedContext;
 

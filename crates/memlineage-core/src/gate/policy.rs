@@ -134,6 +134,29 @@ impl Provenance {
     }
 }
 
+/// What becomes of what a policy does not list: the arguments of a named tool that no parameter
+/// path covers, and (at the top level) the tools it does not name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unlisted {
+    /// Not checked: an unlisted argument passes, an unnamed tool is not sensitive. The default.
+    #[default]
+    Allow,
+    /// Denied: a call with an unlisted argument is denied (naming it), and so is every call of a
+    /// tool the policy does not name (a deny-by-default policy).
+    Deny,
+}
+
+impl Unlisted {
+    /// `allow` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unlisted::Allow => "allow",
+            Unlisted::Deny => "deny",
+        }
+    }
+}
+
 /// The policy of one parameter of a sensitive tool.
 #[derive(Clone, Debug)]
 pub struct ParamPolicy {
@@ -143,16 +166,24 @@ pub struct ParamPolicy {
     pub require: TrustLabel,
     /// What to do when nothing justifies the value (default `deny`).
     pub unjustified: Unjustified,
+    /// For free text: the types of the values found *inside* the text that must each be
+    /// justified like a parameter of their type, with this parameter's `require` (default none).
+    pub typed_values: Vec<ParamType>,
+    /// What to do with a typed value found inside the text that nothing justifies (default
+    /// `deny`).
+    pub typed_unjustified: Unjustified,
 }
 
 impl ParamPolicy {
     /// A parameter of type `kind` with the defaults: `require = DERIVED_TRUSTED`,
-    /// `unjustified = deny`.
+    /// `unjustified = deny`, no typed values checked inside free text.
     pub fn new(kind: ParamType) -> ParamPolicy {
         ParamPolicy {
             kind,
             require: Policy::DEFAULT_REQUIRE,
             unjustified: Unjustified::Deny,
+            typed_values: Vec::new(),
+            typed_unjustified: Unjustified::Deny,
         }
     }
 }
@@ -160,8 +191,11 @@ impl ParamPolicy {
 /// The policy of one sensitive tool.
 #[derive(Clone, Debug, Default)]
 pub struct ToolPolicy {
-    /// The checked parameters; parameters not named here are not checked.
+    /// The checked parameters by path (`recipient`, `recipients[]`, `payee.iban`,
+    /// `items[].account`; `docs/gate.md`, "Parameter paths").
     pub params: BTreeMap<String, ParamPolicy>,
+    /// What becomes of an argument that no path covers; `None`: the policy's `default`.
+    pub default: Option<Unlisted>,
 }
 
 /// A gate policy.
@@ -175,7 +209,10 @@ pub struct Policy {
     pub carriers: Carriers,
     /// How far a carried value is traced (default value).
     pub provenance: Provenance,
-    /// The sensitive tools by name; a tool not named is not sensitive.
+    /// What becomes of unlisted arguments and unnamed tools (default allow).
+    pub default: Unlisted,
+    /// The sensitive tools by name; a tool not named is not sensitive (under `default =
+    /// "allow"`).
     pub tools: BTreeMap<String, ToolPolicy>,
 }
 
@@ -352,6 +389,7 @@ impl Policy {
                         }
                     }
                 }
+                "default" => policy.default = parse_default(&cx, v, "the policy")?,
                 "tools" => {
                     for (tk, tv) in entries(cx.table(v, "`tools`")?) {
                         let tool = cx.name(tk, "tool")?;
@@ -363,7 +401,7 @@ impl Policy {
                     return Err(cx.err(
                         k.span().start,
                         format!(
-                            "unknown key {other:?} at the top level (expected `mode`, `citations`, `carriers`, `provenance` or `tools`)"
+                            "unknown key {other:?} at the top level (expected `mode`, `citations`, `carriers`, `provenance`, `default` or `tools`)"
                         ),
                     ));
                 }
@@ -372,31 +410,97 @@ impl Policy {
         Ok(policy)
     }
 
-    /// Whether `tool` is named in the policy.
+    /// Whether calls of `tool` are judged: it is named in the policy, or the policy's default
+    /// is deny (an unnamed tool is then denied).
     pub fn is_sensitive(&self, tool: &str) -> bool {
-        self.tools.contains_key(tool)
+        self.tools.contains_key(tool) || self.default == Unlisted::Deny
+    }
+
+    /// What becomes of the unlisted arguments of `tool`: its own `default`, else the policy's.
+    pub fn default_for(&self, tool: &ToolPolicy) -> Unlisted {
+        tool.default.unwrap_or(self.default)
+    }
+}
+
+fn parse_default(cx: &Ctx<'_>, v: &Val<'_>, where_: &str) -> Result<Unlisted, PolicyError> {
+    match cx.string(v, "`default`")? {
+        "allow" => Ok(Unlisted::Allow),
+        "deny" => Ok(Unlisted::Deny),
+        other => Err(cx.err(
+            v.span().start,
+            format!("invalid `default` {other:?} of {where_} (expected \"allow\" or \"deny\")"),
+        )),
     }
 }
 
 fn parse_tool(cx: &Ctx<'_>, tool: &str, v: &Val<'_>) -> Result<ToolPolicy, PolicyError> {
     let mut tp = ToolPolicy::default();
     for (k, pv) in entries(cx.table(v, &format!("tool `{tool}`"))?) {
-        if k.get_ref().as_ref() != "params" {
-            return Err(cx.err(
-                k.span().start,
-                format!(
-                    "unknown key {:?} in tool `{tool}` (expected `params`)",
-                    k.get_ref().as_ref()
-                ),
-            ));
-        }
-        for (pk, pval) in entries(cx.table(pv, &format!("`tools.{tool}.params`"))?) {
-            let param = cx.name(pk, "parameter")?;
-            let pp = parse_param(cx, tool, &param, pk, pval)?;
-            tp.params.insert(param, pp);
+        match k.get_ref().as_ref() {
+            "params" => {
+                for (pk, pval) in entries(cx.table(pv, &format!("`tools.{tool}.params`"))?) {
+                    let param = cx.name(pk, "parameter")?;
+                    parse_params(cx, tool, &param, pk, pval, &mut tp.params)?;
+                }
+            }
+            "default" => tp.default = Some(parse_default(cx, pv, &format!("tool `{tool}`"))?),
+            other => {
+                return Err(cx.err(
+                    k.span().start,
+                    format!("unknown key {other:?} in tool `{tool}` (expected `params` or `default`)"),
+                ));
+            }
         }
     }
     Ok(tp)
+}
+
+/// The keys a parameter's table may have.
+const PARAM_KEYS: [&str; 6] = [
+    "type",
+    "require",
+    "unjustified",
+    "pattern",
+    "typed_values",
+    "typed_unjustified",
+];
+
+/// Parses the parameter at `path`, or — for a table without `type` whose entries are all tables
+/// (TOML's dotted keys: `payee.iban = { … }`) — the parameters below it.
+fn parse_params(
+    cx: &Ctx<'_>,
+    tool: &str,
+    path: &str,
+    key: &Key<'_>,
+    v: &Val<'_>,
+    out: &mut BTreeMap<String, ParamPolicy>,
+) -> Result<(), PolicyError> {
+    if let DeValue::Table(t) = v.get_ref()
+        && !t.is_empty()
+        && t.iter().all(|(k, sub)| {
+            !PARAM_KEYS.contains(&k.get_ref().as_ref()) && matches!(sub.get_ref(), DeValue::Table(_))
+        })
+    {
+        for (sk, sv) in entries(t) {
+            let seg = cx.name(sk, "parameter")?;
+            parse_params(cx, tool, &format!("{path}.{seg}"), sk, sv, out)?;
+        }
+        return Ok(());
+    }
+    super::path::Pattern::parse(path).map_err(|problem| {
+        cx.err(
+            key.span().start,
+            format!("invalid parameter path {path:?} of tool `{tool}`: {problem}"),
+        )
+    })?;
+    let pp = parse_param(cx, tool, path, key, v)?;
+    if out.insert(path.to_string(), pp).is_some() {
+        return Err(cx.err(
+            key.span().start,
+            format!("parameter `{path}` of tool `{tool}` is given twice"),
+        ));
+    }
+    Ok(())
 }
 
 fn parse_param(
@@ -412,9 +516,25 @@ fn parse_param(
     let mut pattern: Option<(&str, usize)> = None;
     let mut require = Policy::DEFAULT_REQUIRE;
     let mut unjustified = Unjustified::Deny;
+    let mut typed: Option<(Vec<ParamType>, usize)> = None;
+    let mut typed_unjustified: Option<(Unjustified, usize)> = None;
+    let unjustified_value = |val: &Val<'_>, what: &str| -> Result<Unjustified, PolicyError> {
+        match cx.string(val, what)? {
+            "allow" => Ok(Unjustified::Allow),
+            "deny" => Ok(Unjustified::Deny),
+            other => Err(cx.err(
+                val.span().start,
+                format!("invalid {what} {other:?} in {where_} (expected \"allow\" or \"deny\")"),
+            )),
+        }
+    };
     for (k, val) in entries(t) {
         let start = val.span().start;
         match k.get_ref().as_ref() {
+            "typed_values" => typed = Some((parse_typed_values(cx, val, &where_)?, start)),
+            "typed_unjustified" => {
+                typed_unjustified = Some((unjustified_value(val, "`typed_unjustified`")?, start));
+            }
             "type" => kind = Some((cx.string(val, "`type`")?, start)),
             "pattern" => pattern = Some((cx.string(val, "`pattern`")?, start)),
             "require" => {
@@ -428,25 +548,12 @@ fn parse_param(
                     )
                 })?;
             }
-            "unjustified" => {
-                unjustified = match cx.string(val, "`unjustified`")? {
-                    "allow" => Unjustified::Allow,
-                    "deny" => Unjustified::Deny,
-                    other => {
-                        return Err(cx.err(
-                            start,
-                            format!(
-                                "invalid `unjustified` {other:?} in {where_} (expected \"allow\" or \"deny\")"
-                            ),
-                        ));
-                    }
-                }
-            }
+            "unjustified" => unjustified = unjustified_value(val, "`unjustified`")?,
             other => {
                 return Err(cx.err(
                     k.span().start,
                     format!(
-                        "unknown key {other:?} in {where_} (expected `type`, `require`, `unjustified` or `pattern`)"
+                        "unknown key {other:?} in {where_} (expected `type`, `require`, `unjustified`, `pattern`, `typed_values` or `typed_unjustified`)"
                     ),
                 ));
             }
@@ -491,9 +598,75 @@ fn parse_param(
             )
         })?
     };
+    let free_text = matches!(kind, ParamType::FreeText);
+    for at in [typed.as_ref().map(|t| t.1), typed_unjustified.map(|t| t.1)]
+        .into_iter()
+        .flatten()
+    {
+        if !free_text {
+            return Err(cx.err(
+                at,
+                format!(
+                    "`typed_values` and `typed_unjustified` are only allowed with type = \"free_text\" ({where_} has type {:?})",
+                    kind.name()
+                ),
+            ));
+        }
+    }
     Ok(ParamPolicy {
         kind,
         require,
         unjustified,
+        typed_values: typed.map(|t| t.0).unwrap_or_default(),
+        typed_unjustified: typed_unjustified.map_or(Unjustified::Deny, |t| t.0),
     })
+}
+
+/// The types whose values inside free text are checked.
+pub const TYPED_VALUE_TYPES: [&str; 5] = ["iban", "url", "email", "amount", "date"];
+
+/// `typed_values = true` (every type of [`TYPED_VALUE_TYPES`]), `false`, or a list of them.
+fn parse_typed_values(
+    cx: &Ctx<'_>,
+    v: &Val<'_>,
+    where_: &str,
+) -> Result<Vec<ParamType>, PolicyError> {
+    let expected = TYPED_VALUE_TYPES.join(", ");
+    let by_name = |name: &str, at: usize| {
+        TYPED_VALUE_TYPES
+            .contains(&name)
+            .then(|| ParamType::from_name(name))
+            .flatten()
+            .ok_or_else(|| {
+                cx.err(
+                    at,
+                    format!("unknown type {name:?} in `typed_values` of {where_} (expected some of {expected})"),
+                )
+            })
+    };
+    match v.get_ref() {
+        DeValue::Boolean(true) => TYPED_VALUE_TYPES
+            .iter()
+            .map(|n| by_name(n, v.span().start))
+            .collect(),
+        DeValue::Boolean(false) => Ok(Vec::new()),
+        DeValue::Array(items) => {
+            let mut out: Vec<ParamType> = Vec::new();
+            for item in items {
+                let name = cx.string(item, "an entry of `typed_values`")?;
+                let t = by_name(name, item.span().start)?;
+                if !out.iter().any(|o| o.name() == t.name()) {
+                    out.push(t);
+                }
+            }
+            Ok(out)
+        }
+        other => Err(cx.err(
+            v.span().start,
+            format!(
+                "`typed_values` of {where_} must be true, false or a list of types, found {}",
+                type_name(other)
+            ),
+        )),
+    }
 }

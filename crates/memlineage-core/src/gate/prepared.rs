@@ -42,13 +42,37 @@ impl PreparedContext {
                 .all(|(a, e)| *a == fingerprint(e))
     }
 
-    /// Whether the entry at position `i` carries some reading of `pv`; `None` when the type
-    /// is not indexed (the caller scans the text).
-    pub(crate) fn carries(&self, i: usize, kind: &ParamType, pv: &ParamValue) -> Option<bool> {
-        match self.index.get(i)? {
-            None => Some(false),
-            Some(ix) => ix.any_occurs(kind, pv),
-        }
+    /// Whether the entry at position `i`, whose content is `content`, carries some reading of
+    /// `pv` exactly; `None` when `i` is not indexed.
+    pub(crate) fn carries(
+        &self,
+        i: usize,
+        kind: &ParamType,
+        pv: &ParamValue,
+        content: &str,
+        scratch: &mut String,
+    ) -> Option<bool> {
+        let ix = self.index.get(i)?.as_ref()?;
+        Some(match ix.any_occurs(kind, pv) {
+            Some(hit) => hit,
+            None => {
+                let r = ix.reading(content);
+                pv.iter().any(|v| kind.occurs_in_reading(v, r, scratch))
+            }
+        })
+    }
+
+    /// Whether the entry at position `i`, whose content is `content`, carries some reading of
+    /// `pv` by look (its skeleton is computed once and kept); `None` when `i` is not indexed.
+    pub(crate) fn looks(
+        &self,
+        i: usize,
+        kind: &ParamType,
+        pv: &ParamValue,
+        content: &str,
+    ) -> Option<bool> {
+        let ix = self.index.get(i)?.as_ref()?;
+        Some(ix.any_looks(kind, pv, content))
     }
 }
 

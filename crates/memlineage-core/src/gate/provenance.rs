@@ -14,11 +14,16 @@
 //! ```
 //!
 //! The minimum says that one trusted origin suffices: if the user typed the value, a phishing
-//! e-mail that echoes it does not make it the attacker's choice. Fail closed: a parent that is
-//! listed but could not be examined (absent from the [`Ancestry`], or on a cycle, which a valid
-//! log cannot contain) counts as an `EXTERNAL` carrier; an erased parent counts as a carrier
-//! only when it is untrusted (its content cannot clear it, and cannot help).
+//! e-mail that echoes it does not make it the attacker's choice. Only a parent that carries the
+//! value *exactly* (in its reading) can be that trusted origin; a parent that carries it only
+//! *by look* ([`Carry::Look`]: a look-alike, separators inserted) joins the minimum only when its
+//! own value label is untrusted — it may be where the value was read, it cannot vouch for it.
+//! Fail closed: a parent that is listed but could not be examined (absent from the
+//! [`Ancestry`], or on a cycle, which a valid log cannot contain) counts as an `EXTERNAL`
+//! carrier; an erased parent counts as a carrier (by look) only when it is untrusted (its
+//! content cannot clear it, and cannot help).
 
+use super::param_type::Carry;
 use super::{Ancestry, ContextEntry};
 use crate::hash::EntryId;
 use crate::label::TrustLabel;
@@ -39,10 +44,11 @@ pub(crate) struct Origin<'a> {
     pub(crate) raised_by: Option<EntryId>,
 }
 
-/// A carrying parent: examined (by id), or one that could not be examined.
+/// A carrying parent: examined (by id; `true` when it carries the value exactly, `false` when
+/// only by look), or one that could not be examined.
 #[derive(Clone, Copy)]
 enum Hop {
-    Known(EntryId),
+    Known(EntryId, bool),
     Unknown(EntryId),
 }
 
@@ -54,11 +60,11 @@ struct Memo {
 }
 
 /// Computes the value label of `start`, a context entry that carries the value (or that is
-/// cited for it); `carries` says whether an entry's content carries the value.
+/// cited for it); `carries` says how an entry carries the value (erased entries included).
 pub(crate) fn value_origin<'a>(
     start: &'a ContextEntry,
     ancestry: &Ancestry,
-    carries: &mut dyn FnMut(&ContextEntry) -> bool,
+    carries: &mut dyn FnMut(&ContextEntry) -> Carry,
 ) -> Origin<'a> {
     if ancestry.get(&start.id).is_none_or(|n| n.parents.is_empty()) {
         // No parents: the carrier is where the value first appears.
@@ -104,16 +110,11 @@ pub(crate) fn value_origin<'a>(
                 match ancestry.get(pid) {
                     None => carrying.push(Hop::Unknown(*pid)),
                     Some(_) if on_stack.contains(pid) => carrying.push(Hop::Unknown(*pid)),
-                    Some(node) => {
-                        let p = &node.entry;
-                        let carrier = match p.content {
-                            None => p.label.is_untrusted(),
-                            Some(_) => carries(p),
-                        };
-                        if carrier {
-                            carrying.push(Hop::Known(*pid));
-                        }
-                    }
+                    Some(node) => match carries(&node.entry) {
+                        Carry::Exact => carrying.push(Hop::Known(*pid, true)),
+                        Carry::Look => carrying.push(Hop::Known(*pid, false)),
+                        Carry::No => {}
+                    },
                 }
             }
             slot.insert(carrying);
@@ -122,7 +123,7 @@ pub(crate) fn value_origin<'a>(
         let pending: Vec<EntryId> = carrying
             .iter()
             .filter_map(|h| match h {
-                Hop::Known(p) if !memo.contains_key(p) => Some(*p),
+                Hop::Known(p, _) if !memo.contains_key(p) => Some(*p),
                 _ => None,
             })
             .collect();
@@ -133,7 +134,14 @@ pub(crate) fn value_origin<'a>(
         let mut best: Option<(TrustLabel, Hop)> = None;
         for h in carrying {
             let l = match h {
-                Hop::Known(p) => memo.get(p).map_or(TrustLabel::External, |m| m.label),
+                Hop::Known(p, exact) => {
+                    let l = memo.get(p).map_or(TrustLabel::External, |m| m.label);
+                    // A look-alike can taint the value, never vouch for it.
+                    if !exact && !l.is_untrusted() {
+                        continue;
+                    }
+                    l
+                }
                 Hop::Unknown(_) => TrustLabel::External,
             };
             if best.is_none_or(|(b, _)| l < b) {
@@ -179,7 +187,7 @@ pub(crate) fn value_origin<'a>(
                 tail = &[];
                 break;
             }
-            Hop::Known(p) => p,
+            Hop::Known(p, _) => p,
         };
         if path.contains(&p) {
             break;

@@ -8,15 +8,16 @@
 //! ambiguous, deny. None: deny. Free text is never repaired. The repaired call is then checked
 //! again from scratch (citations of the replaced parameters no longer apply), and must pass.
 
-use super::decide::{check_all, finish};
+use super::decide::{Checked, check_all, finish};
 use super::error::GateError;
 use super::judge::carrier_origin;
 use super::message::{Candidate, RepairNote, Said};
-use super::param_type::{NormValue, ParamValue};
-use super::policy::{Carriers, ParamPolicy, Policy, ToolPolicy};
+use super::param_type::{Carry, NormValue, ParamType, ParamValue};
+use super::policy::{Carriers, Policy, ToolPolicy};
 use super::summary::Summary;
-use super::trace::Entries;
+use super::trace::{Entries, carry_of};
 use super::{ContextEntry, Decision, GateDecision, GateInput, Outcome, ParamReason, Repair};
+use crate::label::TrustLabel;
 use serde_json::Value;
 
 /// The repair candidate for one parameter.
@@ -31,68 +32,64 @@ pub(crate) enum Pick<'a> {
     NotRepairable,
 }
 
-/// Whether an entry above `require`, in the context or the pool, carries `v`.
-fn carried_above(
-    pp: &ParamPolicy,
-    v: &NormValue,
-    input: &GateInput<'_>,
-    scratch: &mut String,
-) -> bool {
+/// Whether an entry above `require`, in the context or the pool, carries `v` (exactly or by
+/// look: a repaired value must survive the re-check under `carriers = "all"`).
+fn carried_above(kind: &ParamType, require: TrustLabel, v: &NormValue, input: &GateInput<'_>) -> bool {
+    let value = ParamValue::one(v.clone());
     input
         .context
         .iter()
         .chain(input.repair_pool)
-        .filter(|e| e.label > pp.require)
-        .any(|e| {
-            e.content
-                .as_deref()
-                .is_some_and(|c| pp.kind.occurs_with(v, c, scratch))
-        })
+        .filter(|e| e.label > require)
+        .any(|e| carry_of(kind, &value, e) != Carry::No)
 }
 
 /// Whether the value `v` that `e` offers is of trusted enough provenance: `e`'s value label
 /// (value provenance) is at or below `require`.
 fn provenance_ok(
     policy: &Policy,
-    pp: &ParamPolicy,
+    kind: &ParamType,
+    require: TrustLabel,
     v: &NormValue,
     e: &ContextEntry,
     input: &GateInput<'_>,
     scratch: &mut String,
 ) -> bool {
     let value = ParamValue::one(v.clone());
-    carrier_origin(policy, &pp.kind, &value, e, input, scratch).label <= pp.require
+    carrier_origin(policy, kind, &value, e, input, scratch).label <= require
 }
 
-/// Finds the repair candidate of a parameter (see the module documentation).
+/// Finds the repair candidate of a value of type `kind` that must be justified at `require`
+/// (see the module documentation).
 pub(crate) fn pick<'a>(
     policy: &Policy,
-    pp: &ParamPolicy,
+    kind: &ParamType,
+    require: TrustLabel,
     input: &GateInput<'a>,
     scratch: &mut String,
 ) -> Pick<'a> {
-    if !pp.kind.can_repair() {
+    if !kind.can_repair() {
         return Pick::NotRepairable;
     }
     let mut rejected: Vec<NormValue> = Vec::new();
     for (from_pool, stage) in [(false, input.context), (true, input.repair_pool)] {
         let mut found: Vec<(NormValue, &'a ContextEntry)> = Vec::new();
         for e in stage {
-            if e.label > pp.require || (from_pool && input.context.iter().any(|c| c.id == e.id)) {
+            if e.label > require || (from_pool && input.context.iter().any(|c| c.id == e.id)) {
                 continue;
             }
             let Some(text) = e.content.as_deref() else {
                 continue;
             };
-            for v in pp.kind.extract(text) {
+            for v in kind.extract(text) {
                 if found.iter().any(|(f, _)| *f == v) || rejected.contains(&v) {
                     continue;
                 }
                 let excluded = match policy.carriers {
-                    Carriers::All => carried_above(pp, &v, input, scratch),
+                    Carriers::All => carried_above(kind, require, &v, input),
                     Carriers::Any => false,
                 };
-                if excluded || !provenance_ok(policy, pp, &v, e, input, scratch) {
+                if excluded || !provenance_ok(policy, kind, require, &v, e, input, scratch) {
                     rejected.push(v);
                 } else {
                     found.push((v, e));
@@ -109,29 +106,38 @@ pub(crate) fn pick<'a>(
     Pick::Nothing
 }
 
-/// Tries to repair every failing parameter of `checked` (the reasons of `tool`'s parameters,
-/// in order), then re-checks the repaired call.
+/// Tries to repair every failing value of `checked` (in order), then re-checks the repaired
+/// call. Only a parameter's own value is repaired: a typed value found inside free text, or an
+/// argument no path covers, refuses the repair.
 pub(crate) fn attempt<'a>(
     policy: &Policy,
     tool: &ToolPolicy,
     input: &GateInput<'a>,
-    mut checked: Vec<ParamReason<'a>>,
+    checked: Vec<Checked<'a, '_>>,
     scratch: &mut String,
 ) -> Result<GateDecision<'a>, GateError> {
-    let call = input.call;
     let mut repairs: Vec<Repair> = Vec::new();
     let mut extra: Vec<&'a ContextEntry> = Vec::new();
     let mut notes: Vec<(usize, RepairNote<'a>)> = Vec::new();
     let mut refused = false;
-    for (i, (c, pp)) in checked.iter().zip(tool.params.values()).enumerate() {
-        if !c.outcome.fails() {
+    for (i, c) in checked.iter().enumerate() {
+        if !c.reason.outcome.fails() {
             continue;
         }
-        let note = match pick(policy, pp, input, scratch) {
+        let pick = match c.kind {
+            Some(kind) if c.repairable => pick(policy, kind, c.require, input, scratch),
+            Some(_) => Pick::NotRepairable,
+            None => {
+                refused = true;
+                continue;
+            }
+        };
+        let note = match pick {
             Pick::Found(v, src) => {
-                let old = call
-                    .arguments
-                    .get(&*c.param)
+                let old = c
+                    .reason
+                    .said
+                    .value()
                     .cloned()
                     .unwrap_or(Value::Null);
                 let new = v.to_json(&old);
@@ -141,7 +147,7 @@ pub(crate) fn attempt<'a>(
                     extra.push(src);
                 }
                 repairs.push(Repair {
-                    param: c.param.to_string(),
+                    param: c.reason.param.to_string(),
                     old,
                     new: new.clone(),
                     source: src.id,
@@ -150,7 +156,7 @@ pub(crate) fn attempt<'a>(
                 RepairNote::Repaired(Candidate {
                     new,
                     source: src,
-                    kind: pp.kind.name(),
+                    kind: c.kind.map_or("", ParamType::name),
                 })
             }
             Pick::Ambiguous(values) => {
@@ -159,15 +165,20 @@ pub(crate) fn attempt<'a>(
             }
             Pick::Nothing => {
                 refused = true;
-                RepairNote::Nothing(pp.kind.name())
+                RepairNote::Nothing(c.kind.map_or("", ParamType::name))
             }
             Pick::NotRepairable => {
                 refused = true;
-                RepairNote::FreeText
+                if c.repairable {
+                    RepairNote::FreeText
+                } else {
+                    RepairNote::Inner
+                }
             }
         };
         notes.push((i, note));
     }
+    let mut checked: Vec<ParamReason<'a>> = checked.into_iter().map(|c| c.reason).collect();
     if refused {
         for (i, note) in notes {
             let note = match note {
@@ -191,7 +202,10 @@ pub(crate) fn attempt<'a>(
         main: input.context,
         extra: &extra,
     };
-    let rechecked = check_all(policy, tool, input, entries, &repairs, scratch)?;
+    let rechecked: Vec<ParamReason<'a>> = check_all(policy, tool, input, entries, &repairs, scratch)?
+        .into_iter()
+        .map(|c| c.reason)
+        .collect();
     if rechecked.iter().any(|r| r.outcome.fails()) {
         return Ok(finish(
             policy,

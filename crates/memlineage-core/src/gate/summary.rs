@@ -14,6 +14,8 @@ pub(crate) enum Summary {
     Text(String),
     /// The tool is not named in the policy.
     NotSensitive,
+    /// The tool is not named in the policy, whose default is deny.
+    NotNamedDenied,
     /// Every checked parameter passes.
     Allowed,
     /// The failing parameters (outcomes that fail) deny the call.
@@ -39,6 +41,9 @@ impl Summary {
             Summary::Text(t) => return t.clone(),
             Summary::NotSensitive => format!(
                 "Tool `{tool}` is not named in the policy, so it is not sensitive: allowed."
+            ),
+            Summary::NotNamedDenied => format!(
+                "Tool `{tool}` is not named in the policy, whose default is deny: denied."
             ),
             Summary::Allowed => {
                 let count = |o: Outcome| d.reasons.iter().filter(|r| r.outcome == o).count();

@@ -1,11 +1,14 @@
 //! Tracing one parameter to the entries that justify it.
 //!
 //! Order: explicit citations (under `citations = "verify"` only the cited entries that carry
-//! the value count); else every entry whose content carries the value; else the attribution
-//! weights (the call treated as a derived entry: strong edges justify, and under the strict
-//! fallback weak untrusted ones taint); else nothing justifies it.
+//! the value count; under `carriers = "all"` the entries that carry the value are weighed too,
+//! so a citation never narrows `all`); else every entry whose reading carries the value; else
+//! the attribution weights (the call treated as a derived entry: strong edges justify, and under
+//! the strict fallback weak untrusted ones taint — a zero weight on an untrusted entry
+//! included); else nothing justifies it. Entries that carry the value only *by look*
+//! ([`Carry::Look`]) are found on demand ([`look_carriers`]): they can only make it fail.
 
-use super::param_type::{ParamType, ParamValue};
+use super::param_type::{Carry, ParamType, ParamValue};
 use super::{ContextEntry, PreparedContext, Via};
 use crate::hash::EntryId;
 use crate::label::Weight;
@@ -59,6 +62,8 @@ pub(crate) struct TraceArgs<'x, 's, 'a> {
     pub(crate) value: &'x ParamValue,
     pub(crate) citations: Option<&'x [EntryId]>,
     pub(crate) verify_citations: bool,
+    /// `carriers = "all"`: every entry that carries the value is weighed, cited or not.
+    pub(crate) all_carriers: bool,
     pub(crate) attribution: Option<&'x [(EntryId, Weight)]>,
     pub(crate) tau: Weight,
     pub(crate) entries: Entries<'s, 'a>,
@@ -81,14 +86,15 @@ pub(crate) fn trace<'a>(
     mut justifying: Vec<&'a ContextEntry>,
 ) -> Traced<'a> {
     let carries = |pos: Option<usize>, e: &ContextEntry, scratch: &mut String| {
+        let Some(c) = e.content.as_deref() else {
+            return false;
+        };
         if let (Some(i), Some(p)) = (pos, a.prepared)
-            && let Some(hit) = p.carries(i, a.kind, a.value)
+            && let Some(hit) = p.carries(i, a.kind, a.value, c, scratch)
         {
             return hit;
         }
-        e.content
-            .as_deref()
-            .is_some_and(|c| a.kind.any_occurs(a.value, c, scratch))
+        a.kind.any_occurs(a.value, c, scratch)
     };
     justifying.clear();
     let mut ignored = Vec::new();
@@ -104,6 +110,13 @@ pub(crate) fn trace<'a>(
             }
         }
         if !justifying.is_empty() {
+            if a.all_carriers {
+                for (pos, e) in a.entries.positioned() {
+                    if !justifying.iter().any(|x| x.id == e.id) && carries(pos, e, scratch) {
+                        justifying.push(e);
+                    }
+                }
+            }
             return Traced {
                 via: Via::Citation,
                 justifying,
@@ -127,8 +140,10 @@ pub(crate) fn trace<'a>(
     }
     let mut weights: Vec<(&'a ContextEntry, Weight)> = Vec::new();
     for (id, w) in a.attribution.unwrap_or(&[]) {
-        if *w > Weight::ZERO
-            && let Some(e) = a.entries.find(id)
+        // A zero weight on an untrusted entry is kept: the label rule's strict fallback counts
+        // it as the smallest weight (a judge's 0 cannot erase taint).
+        if let Some(e) = a.entries.find(id)
+            && (*w > Weight::ZERO || e.label.is_untrusted())
         {
             match weights.iter_mut().find(|(x, _)| x.id == e.id) {
                 Some((_, old)) => *old = (*old).max(*w),
@@ -149,5 +164,45 @@ pub(crate) fn trace<'a>(
         justifying,
         ignored_citations: ignored,
         weights,
+    }
+}
+
+/// The entries of `a` that carry the value by look only (not exactly, so not in `exact`), in
+/// context order. An erased entry whose label is untrusted counts as one for every value: what
+/// it carried is unknown, so it counts as carrying everything (`docs/gate.md`, "Context
+/// integrity").
+pub(crate) fn look_carriers<'a>(
+    a: &TraceArgs<'_, '_, 'a>,
+    exact: &[&'a ContextEntry],
+) -> Vec<&'a ContextEntry> {
+    let mut out = Vec::new();
+    for (pos, e) in a.entries.positioned() {
+        if exact.iter().any(|x| x.id == e.id) || out.iter().any(|x: &&ContextEntry| x.id == e.id)
+        {
+            continue;
+        }
+        let looks = match e.content.as_deref() {
+            None => e.label.is_untrusted(),
+            Some(c) => match (pos, a.prepared) {
+                (Some(i), Some(p)) => p
+                    .looks(i, a.kind, a.value, c)
+                    .unwrap_or_else(|| a.kind.any_looks(a.value, c)),
+                _ => a.kind.any_looks(a.value, c),
+            },
+        };
+        if looks {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// How `e` carries the value of `a` (for value provenance, which walks entries outside the
+/// context too): an erased entry carries it by look when untrusted, not at all when trusted.
+pub(crate) fn carry_of(kind: &ParamType, value: &ParamValue, e: &ContextEntry) -> Carry {
+    match e.content.as_deref() {
+        None if e.label.is_untrusted() => Carry::Look,
+        None => Carry::No,
+        Some(c) => kind.carry(value, c),
     }
 }

@@ -300,7 +300,7 @@ fn scan_number(b: &[u8], start: usize) -> (Option<(u128, u32)>, usize) {
         } else {
             too_many = true;
         }
-        if j + 1 < n && (b[j] == b',' || b[j] == b'.') && b[j + 1].is_ascii_digit() {
+        if j + 1 < n && is_sep(b[j]) && b[j + 1].is_ascii_digit() {
             if g < MAX_GROUPS {
                 seps[g] = b[j];
             }
@@ -325,19 +325,24 @@ fn interpret(b: &[u8], groups: &[Span], seps: &[u8]) -> Option<(u128, u32)> {
     } else {
         let last = seps[k - 1];
         if seps.iter().all(|&c| c == last) {
-            if k == 1 {
-                if last == b',' && len(1) == 3 && len(0) <= 3 {
+            let grouping = len(0) <= 3 && (1..=k).all(|gi| len(gi) == 3);
+            if k == 1 && last != b'\'' {
+                if last == b',' && grouping {
                     (2, None)
                 } else {
                     (1, Some(1))
                 }
-            } else if len(0) <= 3 && (1..=k).all(|gi| len(gi) == 3) {
+            } else if grouping {
                 (k + 1, None)
             } else {
                 return None;
             }
         } else {
-            let other = if last == b'.' { b',' } else { b'.' };
+            // The last separator is the decimal one; the others group thousands, all alike.
+            let other = seps[0];
+            if last == b'\'' || other == last {
+                return None;
+            }
             if seps[..k - 1].iter().all(|&c| c == other)
                 && len(0) <= 3
                 && (1..k).all(|gi| len(gi) == 3)
@@ -432,8 +437,10 @@ fn masked(text: &str, s: usize, e: usize) -> bool {
         || super::date::for_each(window, |a, b, _| ov(a, b)).is_break()
 }
 
+/// A separator inside a number: the decimal point or comma, or a thousands separator (`,`, `.`,
+/// or the apostrophe of `1'000.50`, which the reading makes of `’`).
 fn is_sep(c: u8) -> bool {
-    c == b',' || c == b'.'
+    c == b',' || c == b'.' || c == b'\''
 }
 
 /// The start of the numeric run (digits, single `,` or `.` between digits) holding the digit
@@ -508,6 +515,36 @@ pub(crate) fn for_each(
         i = end.max(i + 1);
     }
     ControlFlow::Continue(())
+}
+
+/// Calls `f` for every amount a reader may see in `text` (a [`canon::digit_reading`]): those of
+/// [`for_each`], and those of the same text read with a single space between digit groups of
+/// three as a thousands separator (`1 100.00` is also 1100). For taint only: it over-reads.
+///
+/// [`canon::digit_reading`]: crate::gate::canon::digit_reading
+pub(crate) fn for_each_loose(
+    text: &str,
+    mut f: impl FnMut(usize, usize, Amount) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    for_each(text, &mut f)?;
+    let b = text.as_bytes();
+    let spaced = |p: usize| {
+        p > 0
+            && b[p] == b' '
+            && b[p - 1].is_ascii_digit()
+            && b.len() >= p + 4
+            && b[p + 1..p + 4].iter().all(u8::is_ascii_digit)
+            && !digit_at(b, p + 4)
+    };
+    if !(0..b.len()).any(spaced) {
+        return ControlFlow::Continue(());
+    }
+    let joined: String = text
+        .char_indices()
+        .filter(|&(p, _)| !spaced(p))
+        .map(|(_, c)| c)
+        .collect();
+    for_each(&joined, f)
 }
 
 /// Whether `want` is one of the amounts [`for_each`] finds in `text`. Only the numeric runs
@@ -602,5 +639,20 @@ mod tests {
             all("pay EUR98.70 or -5 now, not x-3 or A1"),
             ["98.70", "-5", "3"]
         );
+    }
+
+    #[test]
+    fn apostrophes_group_thousands() {
+        assert_eq!(Amount::parse("1'000.50"), Amount::new(false, 100_050, 2));
+        assert_eq!(Amount::parse("1'000'000"), Amount::new(false, 1_000_000, 0));
+        assert_eq!(Amount::parse("1'00"), None);
+        assert_eq!(Amount::parse("12'5"), None);
+        assert_eq!(all("total CHF 1'100.50 due"), ["1100.50"]);
+        let mut loose = Vec::new();
+        let _ = for_each_loose("pay 1 100.00 now", |_, _, a| {
+            loose.push(a.to_string());
+            ControlFlow::Continue(())
+        });
+        assert_eq!(loose, ["1", "100.00", "1100.00"]);
     }
 }

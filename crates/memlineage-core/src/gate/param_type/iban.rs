@@ -5,6 +5,7 @@
 //! attacker's malformed IBAN must still be traced to the entry that carries it.
 
 use super::scan::{alnum_at, alnum_before, alnum_end, has_digit, is_alnum};
+use crate::gate::canon;
 use std::ops::ControlFlow;
 
 /// Shortest IBAN (Norway).
@@ -24,98 +25,141 @@ pub(crate) fn is_shape(b: &[u8]) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
 }
 
-/// Normalises a parameter value: drops whitespace and hyphens, upper-cases, checks the shape.
-pub(crate) fn normalise(s: &str) -> Option<String> {
-    if s.is_ascii() {
-        // The usual case, byte by byte (the same rules: ASCII white space as
-        // `char::is_whitespace` sees it, vertical tab included).
-        let mut buf = [0u8; MAX_LEN];
-        let mut len = 0;
-        for &b in s.as_bytes() {
-            if matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b'-') {
-                continue;
-            }
-            if !b.is_ascii_alphanumeric() || len == MAX_LEN {
-                return None;
-            }
-            buf[len] = b.to_ascii_uppercase();
-            len += 1;
-        }
-        let out = buf.get(..len)?;
-        if !is_shape(out) {
-            return None;
-        }
-        return std::str::from_utf8(out).ok().map(str::to_string);
-    }
-    let mut out = String::with_capacity(s.len().min(MAX_LEN));
-    for c in s.chars() {
-        if c.is_whitespace() || c == '-' {
-            continue;
-        }
-        if !c.is_ascii_alphanumeric() || out.len() == MAX_LEN {
-            return None;
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    is_shape(out.as_bytes()).then_some(out)
+/// The IBAN length of each country (ISO 13616; the SWIFT IBAN Registry), sorted by code.
+/// An IBAN of a listed country has exactly this many characters, which is what tells where an
+/// IBAN written with separators ends: `GB29 NWBK 6016 1331 9268 19 100` is a GB IBAN (22
+/// characters) followed by a number.
+const LENGTHS: [(&[u8; 2], usize); 89] = [
+    (b"AD", 24), (b"AE", 23), (b"AL", 28), (b"AT", 20), (b"AZ", 28), (b"BA", 20), (b"BE", 16),
+    (b"BG", 22), (b"BH", 22), (b"BI", 27), (b"BR", 29), (b"BY", 28), (b"CH", 21), (b"CR", 22),
+    (b"CY", 28), (b"CZ", 24), (b"DE", 22), (b"DJ", 27), (b"DK", 18), (b"DO", 28), (b"EE", 20),
+    (b"EG", 29), (b"ES", 24), (b"FI", 18), (b"FK", 18), (b"FO", 18), (b"FR", 27), (b"GB", 22),
+    (b"GE", 22), (b"GI", 23), (b"GL", 18), (b"GR", 27), (b"GT", 28), (b"HN", 28), (b"HR", 21),
+    (b"HU", 28), (b"IE", 22), (b"IL", 23), (b"IQ", 23), (b"IS", 26), (b"IT", 27), (b"JO", 30),
+    (b"KW", 30), (b"KZ", 20), (b"LB", 28), (b"LC", 32), (b"LI", 21), (b"LT", 20), (b"LU", 20),
+    (b"LV", 21), (b"LY", 25), (b"MC", 27), (b"MD", 24), (b"ME", 22), (b"MK", 19), (b"MN", 20),
+    (b"MR", 27), (b"MT", 31), (b"MU", 30), (b"NI", 28), (b"NL", 18), (b"NO", 15), (b"OM", 23),
+    (b"PK", 24), (b"PL", 28), (b"PS", 29), (b"PT", 25), (b"QA", 29), (b"RO", 24), (b"RS", 22),
+    (b"RU", 33), (b"SA", 24), (b"SC", 31), (b"SD", 18), (b"SE", 24), (b"SI", 19), (b"SK", 24),
+    (b"SM", 27), (b"SO", 23), (b"ST", 25), (b"SV", 28), (b"TL", 23), (b"TN", 24), (b"TR", 26),
+    (b"UA", 29), (b"VA", 22), (b"VG", 24), (b"XK", 20), (b"YE", 30),
+];
+
+/// The IBAN length of the country `code` (upper or lower case), if it is listed.
+pub(crate) fn country_length(code: [u8; 2]) -> Option<usize> {
+    let key = [code[0].to_ascii_uppercase(), code[1].to_ascii_uppercase()];
+    LENGTHS
+        .binary_search_by(|(c, _)| c[..].cmp(&key[..]))
+        .ok()
+        .map(|i| LENGTHS[i].1)
 }
 
-/// Whether the normalised IBAN `iban` occurs in `text`.
+/// Most separator characters between two characters of an IBAN written in a text (`" - "`).
+const MAX_GAP: usize = 3;
+
+/// Normalises a parameter value: drops white space, invisible characters and the grouping
+/// punctuation `-`, `.`, `/`, `_`, reads full-width and other compatibility forms as ASCII
+/// (NFKC), upper-cases, and checks the shape. A look-alike letter from another script is not
+/// read as Latin: the value is what the tool receives.
+pub(crate) fn normalise(s: &str) -> Option<String> {
+    let s = canon::value_reading(s);
+    let mut buf = [0u8; MAX_LEN];
+    let mut len = 0;
+    for &b in s.as_bytes() {
+        if b.is_ascii_whitespace() || matches!(b, 0x0b | b'-' | b'.' | b'/' | b'_') {
+            continue;
+        }
+        if !b.is_ascii_alphanumeric() || len == MAX_LEN {
+            return None;
+        }
+        buf[len] = b.to_ascii_uppercase();
+        len += 1;
+    }
+    let out = buf.get(..len)?;
+    if !is_shape(out) {
+        return None;
+    }
+    std::str::from_utf8(out).ok().map(str::to_string)
+}
+
+/// The end of a run of at most [`MAX_GAP`] separator bytes starting at `j` that is followed by
+/// a letter or digit; `None` when there is no such run (the identifier ends at `j`).
+#[inline]
+fn skip_gap(b: &[u8], j: usize) -> Option<usize> {
+    let mut k = j;
+    while k < b.len() && k - j < MAX_GAP && canon::is_separator_byte(b[k]) {
+        k += 1;
+    }
+    (k > j && alnum_at(b, k)).then_some(k)
+}
+
+/// Whether the normalised IBAN `iban` occurs *whole* in the reading `text`.
 ///
-/// Letters compare case-insensitively; after the first four characters (country code and
-/// check digits, always written together) a single space or hyphen may stand between any two
-/// characters (`GB29 NWBK 6016 …`, `GB29-NWBK-…`); the occurrence must not be part of a longer
-/// run of letters and digits.
+/// For an IBAN of a listed country with that country's length, the characters must occur in
+/// order, letters in any case, with runs of up to three separators (white space, punctuation)
+/// between any two, and the occurrence must not be glued to a letter or digit on either side:
+/// the country's length says where it ends, so `GB29 NWBK 6016 1331 9268` (a truncated GB
+/// IBAN) carries no 20-character value, and `… 9268 19 100` carries the 22-character one. Any
+/// other value (an unlisted country, a wrong length) occurs when [`for_each`] extracts it.
 pub(crate) fn occurs(iban: &str, text: &str) -> bool {
     let want = iban.as_bytes();
-    let b = text.as_bytes();
     if want.len() < 4 {
         return false;
     }
-    let n = b.len();
-    // The check digits are two ASCII digits, so a plain (vectorised) substring search finds
-    // every place the IBAN could start.
-    let Ok(check) = std::str::from_utf8(&want[2..4]) else {
-        return false;
-    };
-    if !text.contains(check) {
-        return false;
-    }
-    'candidates: for (p, _) in text.match_indices(check) {
-        if p < 2 {
-            continue;
-        }
-        let i = p - 2;
-        if alnum_before(b, i) || !b[i..p].eq_ignore_ascii_case(&want[..2]) {
-            continue;
-        }
-        let (mut j, mut k) = (p + 2, 4);
-        loop {
-            if k == want.len() {
-                if !alnum_at(b, j) {
-                    return true;
-                }
-                continue 'candidates;
+    if country_length([want[0], want[1]]) != Some(want.len()) {
+        return for_each(text, |_, _, s| {
+            if s == iban {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
             }
-            if j < n && b[j].to_ascii_uppercase() == want[k] {
-                j += 1;
-                k += 1;
-            } else if j < n && (b[j] == b' ' || b[j] == b'-') && alnum_at(b, j + 1) {
+        })
+        .is_break();
+    }
+    let b = text.as_bytes();
+    let first = want[0].to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(off) = b[from..].iter().position(|&c| c | 0x20 == first) {
+        let i = from + off;
+        from = i + 1;
+        if alnum_before(b, i) {
+            continue;
+        }
+        let mut j = i + 1;
+        let mut ok = true;
+        for &w in &want[1..] {
+            if !alnum_at(b, j) {
+                match skip_gap(b, j) {
+                    Some(k) => j = k,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if b[j].to_ascii_uppercase() == w {
                 j += 1;
             } else {
-                continue 'candidates;
+                ok = false;
+                break;
             }
+        }
+        if ok && !alnum_at(b, j) {
+            return true;
         }
     }
     false
 }
 
-/// Calls `f(start, end, normalised)` for every IBAN-shaped run of `text`.
+/// Calls `f(start, end, normalised)` for every IBAN of the reading `text`.
 ///
-/// Two printed forms are recognised: one unbroken run of 15 to 34 letters and digits, and the
-/// grouped form of ISO 13616 (groups of four separated by single spaces, the last group one to
-/// four characters long). Letters must all have the case of the country code, so the word after
-/// an IBAN is not swallowed as a group.
+/// An IBAN starts with two letters and two digits, not glued to a letter or digit before. For a
+/// listed country it is the country's number of letters and digits, read across runs of up to
+/// three separators, letters all in the case of the country code, not glued to a letter or
+/// digit after. Otherwise two printed forms are recognised: one unbroken run of 15 to 34 letters
+/// and digits, and the grouped form of ISO 13616 (groups of four separated by single spaces,
+/// hyphens or dots, the last group one to four characters long). Letters must all have the case
+/// of the country code, so the word after an IBAN is not swallowed as a group.
 pub(crate) fn for_each(
     text: &str,
     mut f: impl FnMut(usize, usize, &str) -> ControlFlow<()>,
@@ -143,6 +187,14 @@ pub(crate) fn for_each(
         {
             let upper = tok[0].is_ascii_uppercase();
             let case_ok = |c: &u8| !c.is_ascii_alphabetic() || c.is_ascii_uppercase() == upper;
+            if let Some((len, end)) = listed_at(b, i, &mut buf, &case_ok) {
+                buf[..len].make_ascii_uppercase();
+                if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+                    f(i, end, s)?;
+                }
+                i = end;
+                continue;
+            }
             let mut len = 0;
             let mut end = t_end;
             if (MIN_LEN..=MAX_LEN).contains(&tok.len()) && tok.iter().all(case_ok) {
@@ -151,7 +203,7 @@ pub(crate) fn for_each(
             } else if tok.len() == 4 && case_ok(&tok[1]) {
                 buf[..4].copy_from_slice(tok);
                 len = 4;
-                while end < n && b[end] == b' ' && alnum_at(b, end + 1) {
+                while end < n && matches!(b[end], b' ' | b'-' | b'.') && alnum_at(b, end + 1) {
                     let g_end = alnum_end(b, end + 1);
                     let g = &b[end + 1..g_end];
                     if g.len() > 4 || len + g.len() > MAX_LEN || !g.iter().all(case_ok) {
@@ -176,6 +228,32 @@ pub(crate) fn for_each(
         i = next;
     }
     ControlFlow::Continue(())
+}
+
+/// The IBAN of a listed country starting at `i` (its length and end), read across separator
+/// runs into `buf`; `None` when the country is not listed or the characters do not add up.
+fn listed_at(
+    b: &[u8],
+    i: usize,
+    buf: &mut [u8; MAX_LEN],
+    case_ok: &impl Fn(&u8) -> bool,
+) -> Option<(usize, usize)> {
+    let want = country_length([b[i], b[i + 1]])?;
+    let mut len = 0;
+    let mut j = i;
+    while len < want {
+        if !alnum_at(b, j) {
+            j = skip_gap(b, j)?;
+        }
+        let c = b[j];
+        if !case_ok(&c) {
+            return None;
+        }
+        buf[len] = c;
+        len += 1;
+        j += 1;
+    }
+    (!alnum_at(b, j)).then_some((len, j))
 }
 
 #[cfg(test)]
@@ -215,47 +293,50 @@ mod tests {
     }
 
     #[test]
-    fn normalising_ascii_and_unicode_agree() {
-        for s in [
-            "GB29 NWBK 6016 1331 9268 19",
-            "gb29-nwbk-6016-1331-9268-19",
-            "GB29\u{b}NWBK\t60161331926819\r\n",
-            "GB29NWBK60161331926819X1234567890123",
-            "GB29 NWBK 6016 1331 9268 1é",
-            "GB29\u{a0}NWBK60161331926819",
-            "GB29_NWBK60161331926819",
-            "",
+    fn normalising_drops_separators_and_formatting() {
+        for (s, want) in [
+            ("GB29 NWBK 6016 1331 9268 19", Some("GB29NWBK60161331926819")),
+            ("gb29-nwbk-6016-1331-9268-19", Some("GB29NWBK60161331926819")),
+            ("GB29\u{b}NWBK\t60161331926819\r\n", Some("GB29NWBK60161331926819")),
+            ("GB29\u{a0}NWBK.6016/1331_9268\u{200b}19", Some("GB29NWBK60161331926819")),
+            ("ＧＢ２９ＮＷＢＫ６０１６１３３１９２６８１９", Some("GB29NWBK60161331926819")),
+            ("GB29NWBK60161331926819X1234567890123", None),
+            ("GB29 NWBK 6016 1331 9268 1é", None),
+            // A Cyrillic В is another string: not an IBAN.
+            ("G\u{412}29NWBK60161331926819", None),
+            ("GB29@NWBK60161331926819", None),
+            ("", None),
         ] {
-            // The general path, as it was before the ASCII one.
-            let mut slow = String::new();
-            let mut ok = true;
-            for c in s.chars() {
-                if c.is_whitespace() || c == '-' {
-                    continue;
-                }
-                if !c.is_ascii_alphanumeric() || slow.len() == MAX_LEN {
-                    ok = false;
-                    break;
-                }
-                slow.push(c.to_ascii_uppercase());
-            }
-            let slow = (ok && is_shape(slow.as_bytes())).then_some(slow);
-            assert_eq!(normalise(s), slow, "{s:?}");
+            assert_eq!(normalise(s).as_deref(), want, "{s:?}");
         }
-        assert_eq!(
-            normalise("gb29 nwbk 6016 1331 9268 19").as_deref(),
-            Some("GB29NWBK60161331926819")
-        );
     }
 
     #[test]
-    fn occurs_skips_single_separators() {
+    fn country_lengths_are_sorted() {
+        assert!(LENGTHS.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(country_length(*b"gb"), Some(22));
+        assert_eq!(country_length(*b"UK"), None);
+    }
+
+    #[test]
+    fn occurs_across_separators_and_whole() {
         let v = "GB29NWBK60161331926819";
         assert!(occurs(v, "to GB29 NWBK 6016 1331 9268 19."));
         assert!(occurs(v, "to gb29-nwbk-6016-1331-9268-19"));
+        assert!(occurs(v, "to GB29  NWBK 6016 1331 9268 19"));
+        assert!(occurs(v, "to G B 2 9 N W B K 6 0 1 6 1 3 3 1 9 2 6 8 1 9 now"));
+        assert!(occurs(v, "to GB29 NWBK 6016 1331 9268 19 100 EUR"));
         assert!(!occurs(v, "to GB29 NWBK 6016 1331 9268 190"));
-        assert!(!occurs(v, "to GB29  NWBK 6016 1331 9268 19"));
         assert!(!occurs(v, "xGB29NWBK60161331926819"));
         assert!(!occurs(v, "GB29NWBK6016133192681"));
+        // A prefix of a longer identifier is not the value.
+        let prefix = "GB29NWBK601613319268";
+        assert!(!occurs(prefix, "to GB29 NWBK 6016 1331 9268 19."));
+        assert!(!occurs(prefix, "to GB29NWBK60161331926819."));
+        // Unlisted countries: the extracted forms.
+        let uk = "UK12345678901234567890";
+        assert!(occurs(uk, "pay UK12 3456 7890 1234 5678 90, amount 98.70"));
+        assert!(occurs(uk, "pay UK12-3456-7890-1234-5678-90."));
+        assert!(!occurs("UK1234567890123456789", "pay UK12 3456 7890 1234 5678 90."));
     }
 }

@@ -1,5 +1,9 @@
 //! The typed values of one text, extracted once so that many lookups cost no scanning.
 //!
+//! Everything is computed on the text's reading ([`canon::reading`]); what is needed only to
+//! find values carried *by look* (the skeleton, the amounts and dates with digits spelt as
+//! letters) is computed the first time a decision asks for it, and kept.
+//!
 //! For amounts, dates, e-mail addresses and URLs a value *occurs* in a text exactly when it is
 //! one of the values extraction finds there (the table in the module documentation), so the
 //! extracted values answer [`ParamType::occurs_with`] by lookup (amounts in canonical form, so a
@@ -11,11 +15,17 @@
 
 use super::scan::has_digit;
 use super::{NormValue, ParamType, ParamValue, amount, date, email, text, url};
+use crate::gate::canon;
 use std::ops::ControlFlow;
+use std::sync::OnceLock;
 
 /// The extracted values of one text.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ValueIndex {
+    /// The reading, when it differs from the text (a non-ASCII text).
+    reading: Option<String>,
+    /// The skeleton of the reading, once asked for.
+    skeleton: OnceLock<String>,
     /// Canonical forms (`Amount::canonical`), without duplicates.
     amounts: Vec<(bool, u128, u32)>,
     dates: Vec<date::Date>,
@@ -32,8 +42,9 @@ fn pair_bit(a: u8, b: u8) -> Option<u128> {
         .then(|| 1u128 << (u32::from(a - b'0') * 10 + u32::from(b - b'0')))
 }
 
-/// The pairs of adjacent digits of `b`, as bits (see [`pair_bit`]). Most of a text has no
-/// digits: chunks without one are skipped by a vectorised test.
+/// The pairs of digits of `b` with only separators between them (an IBAN's check digits may be
+/// written `2 9`), as bits (see [`pair_bit`]). Most of a text has no digits: chunks without one
+/// are skipped by a vectorised test.
 fn digit_pairs(b: &[u8]) -> u128 {
     let mut bits = 0;
     for (c, chunk) in b.chunks(32).enumerate() {
@@ -42,8 +53,15 @@ fn digit_pairs(b: &[u8]) -> u128 {
         }
         let start = c * 32;
         for i in start..start + chunk.len() {
-            if let (Some(&x), Some(&y)) = (b.get(i), b.get(i + 1))
-                && let Some(bit) = pair_bit(x, y)
+            if !b[i].is_ascii_digit() {
+                continue;
+            }
+            let mut j = i + 1;
+            while j < b.len() && canon::is_separator_byte(b[j]) {
+                j += 1;
+            }
+            if let Some(&y) = b.get(j)
+                && let Some(bit) = pair_bit(b[i], y)
             {
                 bits |= bit;
             }
@@ -53,9 +71,11 @@ fn digit_pairs(b: &[u8]) -> u128 {
 }
 
 impl ValueIndex {
-    /// Extracts every indexed value of `text`.
+    /// Extracts every indexed value of `text`'s reading.
     pub(crate) fn new(text: &str) -> ValueIndex {
         let mut ix = ValueIndex::default();
+        let read = canon::reading(text);
+        let text: &str = &read;
         let _ = amount::for_each(text, |_, _, a| {
             let key = a.canonical();
             if !ix.amounts.contains(&key) {
@@ -79,7 +99,25 @@ impl ValueIndex {
         email::extract(text, &mut ix.emails);
         url::extract(text, &mut ix.urls);
         text::fold_into(text, &mut ix.folded);
+        if let std::borrow::Cow::Owned(r) = read {
+            ix.reading = Some(r);
+        }
         ix
+    }
+
+    /// The reading of the indexed text, whose content is `content`.
+    pub(crate) fn reading<'t>(&'t self, content: &'t str) -> &'t str {
+        self.reading.as_deref().unwrap_or(content)
+    }
+
+    /// Whether some reading of `pv` occurs by look in the indexed text (`content`).
+    pub(crate) fn any_looks(&self, kind: &ParamType, pv: &ParamValue, content: &str) -> bool {
+        let r = self.reading(content);
+        pv.iter().any(|v| {
+            kind.looks_in_reading(v, r, || {
+                self.skeleton.get_or_init(|| canon::skeleton(r)).as_str()
+            })
+        })
     }
 
     /// Whether some reading of `pv` occurs in the indexed text; `None` when the index cannot
@@ -140,7 +178,13 @@ mod tests {
         assert_eq!(bits, pair_bit(b'1', b'2').unwrap_or(0));
         assert_eq!(digit_pairs(b"2025-03-14"), {
             let p = |a, b| pair_bit(a, b).unwrap_or(0);
-            p(b'2', b'0') | p(b'0', b'2') | p(b'2', b'5') | p(b'0', b'3') | p(b'1', b'4')
+            p(b'2', b'0')
+                | p(b'0', b'2')
+                | p(b'2', b'5')
+                | p(b'5', b'0')
+                | p(b'0', b'3')
+                | p(b'3', b'1')
+                | p(b'1', b'4')
         });
         assert_eq!(digit_pairs(b""), 0);
     }

@@ -3,14 +3,17 @@
 //!
 //! Each type has three operations, which must agree: every value that [`ParamType::extract`]
 //! finds in a text is found there again by [`ParamType::occurs_in`] (a property test checks it).
+//! Texts are matched in their *reading* and their *skeleton* ([`canon`](super::canon)): an
+//! entry carries a value **exactly** when the value occurs in its reading (this can justify the
+//! value), and **by look** when only the skeletons match (this can taint it, never justify it).
 //!
-//! | type | normal form | found in text by |
+//! | type | normal form | found in the reading by |
 //! |---|---|---|
-//! | `iban` | upper case, no separators | its characters in order, a single space or `-` allowed between any two |
+//! | `iban` | upper case, no separators | its characters in order with separator runs between, whole (a listed country's length) |
 //! | `amount` | exact decimal | extracting every amount and comparing values |
 //! | `date` | `YYYY-MM-DD` | extracting every date and comparing |
 //! | `email` | lower case | extracting every address and comparing |
-//! | `url` | scheme and host lower case, default port and trailing `/` dropped | extracting every URL and comparing normal forms |
+//! | `url` | `https` for web URLs (also without a scheme), host lower case, default port and trailing `/` dropped | extracting every URL and comparing normal forms |
 //! | `free_text` | case- and white-space-folded | folded substring containment |
 //! | `regex` | the value as given | verbatim occurrence at token boundaries |
 
@@ -27,6 +30,7 @@ pub use amount::Amount;
 pub use date::Date;
 pub(crate) use index::ValueIndex;
 
+use super::canon;
 use serde_json::Value;
 use std::fmt;
 use std::ops::ControlFlow;
@@ -134,6 +138,20 @@ impl ParamValue {
 pub struct ValueError {
     /// A sentence naming the value and what was expected.
     pub problem: String,
+}
+
+/// How an entry's text carries a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Carry {
+    /// Not at all.
+    No,
+    /// Only by look: the skeletons match (look-alike characters, separators inserted between
+    /// the characters of an identifier, digits spelt with letters), the readings do not. A
+    /// reader may have read the value there, so an untrusted entry that carries it by look
+    /// taints it; such an entry never justifies it.
+    Look,
+    /// The value occurs in the entry's reading: the entry can justify it.
+    Exact,
 }
 
 /// The JSON type name of a value, for messages.
@@ -265,9 +283,11 @@ impl ParamType {
         };
         let v = match self {
             ParamType::Iban => NormValue::Iban(iban::normalise(s).ok_or_else(bad)?),
-            ParamType::Amount => NormValue::Amount(Amount::parse(s).ok_or_else(bad)?),
+            ParamType::Amount => {
+                NormValue::Amount(Amount::parse(&canon::value_reading(s)).ok_or_else(bad)?)
+            }
             ParamType::Date => {
-                return match date::parse_param(s).ok_or_else(bad)? {
+                return match date::parse_param(&canon::value_reading(s)).ok_or_else(bad)? {
                     date::Reading::One(d) => Ok(ParamValue::one(NormValue::Date(d))),
                     date::Reading::Two(a, b) => Ok(ParamValue {
                         primary: NormValue::Date(a),
@@ -275,9 +295,13 @@ impl ParamType {
                     }),
                 };
             }
-            ParamType::Email => NormValue::Email(email::normalise(s).ok_or_else(bad)?),
-            ParamType::Url => NormValue::Url(url::normalise(s.trim()).ok_or_else(bad)?),
-            ParamType::FreeText => NormValue::Text(text::fold(s)),
+            ParamType::Email => {
+                NormValue::Email(email::normalise(&canon::value_reading(s)).ok_or_else(bad)?)
+            }
+            ParamType::Url => {
+                NormValue::Url(url::normalise_param(&canon::value_reading(s)).ok_or_else(bad)?)
+            }
+            ParamType::FreeText => NormValue::Text(text::fold(&canon::value_reading(s))),
             ParamType::Regex(re) => {
                 if !re.is_match(s) {
                     return Err(ValueError {
@@ -294,13 +318,112 @@ impl ParamType {
         Ok(ParamValue::one(v))
     }
 
-    /// Whether the normalised value `v` occurs in `text` (see the table in the module docs).
+    /// Whether the normalised value `v` occurs in `text`'s reading (see the table in the module
+    /// docs): whether the text carries it [`Carry::Exact`]ly.
     pub fn occurs_in(&self, v: &NormValue, text: &str) -> bool {
         self.occurs_with(v, text, &mut String::new())
     }
 
+    /// How `text` carries some reading of `pv`: exactly, by look only, or not at all. This is
+    /// the gate's matcher; an index of values extracted at write time can narrow down the
+    /// entries to ask ([`value_key`](Self::value_key)), but this decides.
+    pub fn carry(&self, pv: &ParamValue, text: &str) -> Carry {
+        if self.any_occurs(pv, text, &mut String::new()) {
+            Carry::Exact
+        } else if self.any_looks(pv, text) {
+            Carry::Look
+        } else {
+            Carry::No
+        }
+    }
+
+    /// The key of a value for separator- and look-alike-blind lookups (the letters and digits
+    /// of its skeleton, [`canon::skeleton_key`]; a URL without its scheme; an amount or a date
+    /// in its plain form): two values a reader may confuse have the same key. An index of the
+    /// values of [`extract`](Self::extract) under these keys finds every entry that carries a
+    /// value *exactly*; entries that carry it only by look are found by [`carry`](Self::carry).
+    pub fn value_key(&self, v: &NormValue) -> String {
+        match v {
+            NormValue::Amount(a) => {
+                let (neg, m, s) = a.canonical();
+                format!("{}{m}e-{s}", if neg { "-" } else { "" })
+            }
+            NormValue::Date(d) => d.to_string(),
+            NormValue::Url(u) => canon::skeleton_key(url::without_scheme(u)),
+            NormValue::Iban(s) | NormValue::Email(s) | NormValue::Token(s) => {
+                canon::skeleton_key(s)
+            }
+            NormValue::Text(t) => text::loose_fold(&canon::skeleton(t)),
+        }
+    }
+
+    /// Whether some reading of `pv` occurs in `text` by look (see [`Carry::Look`]).
+    pub(crate) fn any_looks(&self, pv: &ParamValue, text: &str) -> bool {
+        let r = canon::reading(text);
+        let skel = std::cell::OnceCell::new();
+        pv.iter()
+            .any(|v| self.looks_in_reading(v, &r, || skel.get_or_init(|| canon::skeleton(&r))))
+    }
+
+    /// Whether `v` occurs by look in the reading `r` (whose skeleton `skel` gives).
+    pub(crate) fn looks_in_reading<'s>(
+        &self,
+        v: &NormValue,
+        r: &str,
+        skel: impl FnOnce() -> &'s str,
+    ) -> bool {
+        match (self, v) {
+            (ParamType::Amount, NormValue::Amount(want)) => {
+                let d = canon::digit_reading(r);
+                amount::for_each_loose(&d, |_, _, a| {
+                    if a == *want {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                })
+                .is_break()
+            }
+            (ParamType::Date, NormValue::Date(want)) => {
+                let d = canon::digit_reading(r);
+                date::for_each(&d, |_, _, reading| {
+                    let hit = match reading {
+                        date::Reading::One(x) => x == *want,
+                        date::Reading::Two(a, b) => a == *want || b == *want,
+                    };
+                    if hit {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                })
+                .is_break()
+            }
+            (ParamType::FreeText, NormValue::Text(_)) => {
+                let key = self.value_key(v);
+                !key.is_empty() && text::loose_fold(skel()).contains(&key)
+            }
+            (
+                ParamType::Iban | ParamType::Email | ParamType::Url | ParamType::Regex(_),
+                NormValue::Iban(_) | NormValue::Email(_) | NormValue::Url(_) | NormValue::Token(_),
+            ) => canon::skeleton_occurs(&self.value_key(v), skel()),
+            _ => false,
+        }
+    }
+
     /// As [`occurs_in`](Self::occurs_in), reusing `scratch` for folding free text.
     pub(crate) fn occurs_with(&self, v: &NormValue, text: &str, scratch: &mut String) -> bool {
+        let r = canon::reading(text);
+        self.occurs_in_reading(v, &r, scratch)
+    }
+
+    /// Whether `v` occurs in the reading `text` (already [`canon::reading`]).
+    pub(crate) fn occurs_in_reading(
+        &self,
+        v: &NormValue,
+        text: &str,
+        scratch: &mut String,
+    ) -> bool {
         match (self, v) {
             (ParamType::Iban, NormValue::Iban(s)) => iban::occurs(s, text),
             (ParamType::Amount, NormValue::Amount(want)) => amount::occurs(want, text),
@@ -325,19 +448,23 @@ impl ParamType {
             (ParamType::Email, NormValue::Email(s)) => email::occurs(s, text),
             (ParamType::Url, NormValue::Url(s)) => url::occurs(s, text),
             (ParamType::FreeText, NormValue::Text(s)) => text::contains_folded(s, text, scratch),
-            (ParamType::Regex(_), NormValue::Token(s)) => text::occurs_token(s, text),
+            (ParamType::Regex(_), NormValue::Token(s)) => {
+                text::occurs_token(&canon::value_reading(s), text)
+            }
             _ => false,
         }
     }
 
     /// Whether any reading of `pv` occurs in `text`.
     pub(crate) fn any_occurs(&self, pv: &ParamValue, text: &str, scratch: &mut String) -> bool {
-        pv.iter().any(|v| self.occurs_with(v, text, scratch))
+        let r = canon::reading(text);
+        pv.iter().any(|v| self.occurs_in_reading(v, &r, scratch))
     }
 
-    /// Every candidate value of this type in `text`, in order of appearance (duplicates kept).
-    /// Free text has no candidates.
+    /// Every candidate value of this type in `text`'s reading, in order of appearance
+    /// (duplicates kept). Free text has no candidates.
     pub fn extract(&self, text: &str) -> Vec<NormValue> {
+        let text = &*canon::reading(text);
         let mut out = Vec::new();
         match self {
             ParamType::Iban => {

@@ -32,6 +32,23 @@ pub(crate) fn fold_into(s: &str, out: &mut String) {
     }
 }
 
+/// The folded form of a skeleton for containment by look: every run of characters that are
+/// not letters or digits made one space, trimmed (punctuation and spacing inserted into a
+/// copied text do not hide it).
+pub(crate) fn loose_fold(skel: &str) -> String {
+    let mut out = String::with_capacity(skel.len());
+    for word in skel
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
 /// The folded form of `s`.
 pub(crate) fn fold(s: &str) -> String {
     let mut out = String::new();

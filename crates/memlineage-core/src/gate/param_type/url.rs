@@ -5,9 +5,19 @@
 //! removed (`https://x.org/` = `https://x.org`, `https://x.org/a/` = `https://x.org/a`); an
 //! empty query or fragment dropped. The rest (user info, path, query, fragment) compares exactly.
 //!
+//! **Web URLs**: `http`, `https` and a URL written without a scheme (`www.example.com/page`,
+//! `example.com`, as people and models usually write them) are one kind of value, written
+//! `https://…` in normal form. Which of the two schemes a link uses is not what an attacker
+//! chooses when they plant it; where it points is.
+//!
 //! In text a URL starts at a scheme followed by `://` and runs to white space or one of
 //! ``<>"`{}|\^``; trailing punctuation (`.,;:!?'*`) and unbalanced closing brackets are not part
-//! of it, so `(see https://x.org/a).` yields `https://x.org/a`.
+//! of it, so `(see https://x.org/a).` yields `https://x.org/a`. A URL without a scheme is a host
+//! name of two or more dot-separated labels (the last alphabetic, two letters or more, not glued
+//! to `@`, `.`, `/`, `:` or a letter or digit before it) that starts with `www.`, or ends in a
+//! common top-level domain (`.com`, `.org`, `.net`, `.io`, country codes of the main economies …),
+//! or is followed by a path (`/`); the rest of it (port, path, query, fragment) is read as after
+//! a scheme. So a file name (`notes.md`) or an e-mail domain is not a URL.
 
 use std::ops::ControlFlow;
 
@@ -24,6 +34,14 @@ fn stop(c: char) -> bool {
         || matches!(c, '<' | '>' | '"' | '`' | '{' | '}' | '|' | '\\' | '^')
 }
 
+/// Top-level domains that make a bare host name a URL without `www.` or a path.
+const COMMON_TLDS: [&str; 52] = [
+    "ai", "app", "at", "au", "bank", "be", "biz", "blog", "br", "ca", "ch", "cloud", "cn", "co",
+    "com", "cz", "de", "dev", "dk", "edu", "es", "eu", "fi", "fr", "gov", "gr", "ie", "in", "info",
+    "int", "io", "it", "jp", "me", "mil", "net", "nl", "no", "nz", "online", "org", "pay", "pl",
+    "pt", "ru", "se", "shop", "site", "store", "tech", "uk", "us",
+];
+
 fn default_port(scheme: &str) -> Option<&'static str> {
     match scheme {
         "http" | "ws" => Some("80"),
@@ -35,6 +53,104 @@ fn default_port(scheme: &str) -> Option<&'static str> {
 
 /// Calls `f(start, end)` for every URL in `text`.
 pub(crate) fn for_each_span(
+    text: &str,
+    mut f: impl FnMut(usize, usize) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let mut last_end = 0;
+    for_each_schemed(text, |s, e| {
+        for_each_bare(text, last_end, s, &mut f)?;
+        last_end = e;
+        f(s, e)
+    })?;
+    for_each_bare(text, last_end, text.len(), &mut f)
+}
+
+/// The URLs without a scheme in `text[from..to]` (see the module documentation).
+fn for_each_bare(
+    text: &str,
+    from: usize,
+    to: usize,
+    f: &mut impl FnMut(usize, usize) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let b = text.as_bytes();
+    let mut i = from;
+    while i < to {
+        // A host name starts at a letter or digit not glued to a host, path or address.
+        let glued = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b"@./:-_%~+#".contains(&b[i - 1]));
+        if !b[i].is_ascii_alphanumeric() || glued {
+            i += 1;
+            continue;
+        }
+        let mut e = i;
+        let mut labels = 0;
+        let mut last = (i, i);
+        loop {
+            let ls = e;
+            while e < to && (b[e].is_ascii_alphanumeric() || b[e] == b'-') {
+                e += 1;
+            }
+            if e == ls || b[e - 1] == b'-' || b[ls] == b'-' {
+                break;
+            }
+            labels += 1;
+            last = (ls, e);
+            if e + 1 < to && b[e] == b'.' && b[e + 1].is_ascii_alphanumeric() {
+                e += 1;
+            } else {
+                break;
+            }
+        }
+        let host_end = last.1;
+        let tld = &text[last.0..last.1];
+        let alphabetic = tld.len() >= 2 && tld.bytes().all(|c| c.is_ascii_alphabetic());
+        if labels < 2 || !alphabetic || b.get(host_end) == Some(&b'@') {
+            i = host_end.max(i + 1);
+            continue;
+        }
+        let www = b[i..host_end].len() > 4 && b[i..i + 4].eq_ignore_ascii_case(b"www.");
+        let path = b.get(host_end) == Some(&b'/');
+        let common = COMMON_TLDS.contains(&tld.to_ascii_lowercase().as_str());
+        if !(www || path || common) {
+            i = host_end;
+            continue;
+        }
+        let e = span_end(text, i, host_end, to);
+        f(i, e)?;
+        i = e.max(i + 1);
+    }
+    ControlFlow::Continue(())
+}
+
+/// Where a URL whose authority starts at `s` (its host or scheme-specific part begins at
+/// `from`) ends: at white space or a stop character (at most [`MAX_URL`] bytes, not past
+/// `to`), without trailing punctuation or unbalanced closing brackets.
+fn span_end(text: &str, s: usize, from: usize, to: usize) -> usize {
+    let b = text.as_bytes();
+    let limit = (from + MAX_URL).min(to);
+    let mut e = from;
+    for (k, c) in text[from..to].char_indices() {
+        if stop(c) || from + k >= limit {
+            break;
+        }
+        e = from + k + c.len_utf8();
+    }
+    let count = |c: u8| b[s..e].iter().filter(|&&x| x == c).count();
+    let (open_paren, mut close_paren) = (count(b'('), count(b')'));
+    let (open_bracket, mut close_bracket) = (count(b'['), count(b']'));
+    while e > from {
+        match b[e - 1] {
+            b'.' | b',' | b';' | b':' | b'!' | b'?' | b'\'' | b'*' => {}
+            b')' if open_paren < close_paren => close_paren -= 1,
+            b']' if open_bracket < close_bracket => close_bracket -= 1,
+            _ => break,
+        }
+        e -= 1;
+    }
+    e
+}
+
+/// Calls `f(start, end)` for every URL with a scheme in `text`.
+fn for_each_schemed(
     text: &str,
     mut f: impl FnMut(usize, usize) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
@@ -53,26 +169,7 @@ pub(crate) fn for_each_span(
         if s == p {
             continue;
         }
-        let limit = p + 3 + MAX_URL;
-        let mut e = p + 3;
-        for (k, c) in text[p + 3..].char_indices() {
-            if stop(c) || p + 3 + k >= limit {
-                break;
-            }
-            e = p + 3 + k + c.len_utf8();
-        }
-        let count = |c: u8| b[s..e].iter().filter(|&&x| x == c).count();
-        let (open_paren, mut close_paren) = (count(b'('), count(b')'));
-        let (open_bracket, mut close_bracket) = (count(b'['), count(b']'));
-        while e > p + 3 {
-            match b[e - 1] {
-                b'.' | b',' | b';' | b':' | b'!' | b'?' | b'\'' | b'*' => {}
-                b')' if open_paren < close_paren => close_paren -= 1,
-                b']' if open_bracket < close_bracket => close_bracket -= 1,
-                _ => break,
-            }
-            e -= 1;
-        }
+        let e = span_end(text, s, p + 3, text.len());
         let auth_end = b[p + 3..e]
             .iter()
             .position(|c| matches!(c, b'/' | b'?' | b'#'))
@@ -118,6 +215,8 @@ pub(crate) fn normalise(u: &str) -> Option<String> {
         return None;
     }
     let scheme = scheme.to_ascii_lowercase();
+    // Web URLs are written with `https` (see the module documentation).
+    let shown_scheme = if scheme == "http" { "https" } else { scheme.as_str() };
     let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(auth_end);
     let (userinfo, hostport) = match authority.rsplit_once('@') {
@@ -158,8 +257,8 @@ pub(crate) fn normalise(u: &str) -> Option<String> {
         Some((a, q)) => (a, Some(q)),
         None => (before_frag, None),
     };
-    let mut out = String::with_capacity(u.len());
-    out.push_str(&scheme);
+    let mut out = String::with_capacity(u.len() + 1);
+    out.push_str(shown_scheme);
     out.push_str("://");
     if let Some(ui) = userinfo {
         out.push_str(ui);
@@ -182,10 +281,50 @@ pub(crate) fn normalise(u: &str) -> Option<String> {
     Some(out)
 }
 
+/// Normalises a URL parameter: with a scheme, or without one (a web URL, read as `https://`).
+pub(crate) fn normalise_param(u: &str) -> Option<String> {
+    let t = u.trim();
+    if t.contains("://") {
+        return normalise(t);
+    }
+    let host_end = t.find(['/', '?', '#', ':']).unwrap_or(t.len());
+    let host = &t[..host_end];
+    let labels: Vec<&str> = host.split('.').collect();
+    let tld = labels.last().copied().unwrap_or_default();
+    let ok = labels.len() >= 2
+        && labels.iter().all(|l| {
+            !l.is_empty()
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+        })
+        && tld.chars().count() >= 2
+        && tld.chars().all(char::is_alphabetic);
+    if !ok {
+        return None;
+    }
+    normalise(&format!("https://{t}"))
+}
+
+/// A span of text as a URL: normalised with its scheme, or as a web URL without one.
+fn normalise_span(span: &str) -> Option<String> {
+    if span.contains("://") {
+        normalise(span)
+    } else {
+        normalise_param(span)
+    }
+}
+
+/// The normal form of a URL without its scheme and `://` (the key of separator-blind
+/// matching: a look-alike of the link is the same link whatever the scheme).
+pub(crate) fn without_scheme(url: &str) -> &str {
+    url.split_once("://").map_or(url, |(_, rest)| rest)
+}
+
 /// Whether the normalised URL `url` occurs in `text`.
 pub(crate) fn occurs(url: &str, text: &str) -> bool {
     for_each_span(text, |s, e| {
-        if normalise(&text[s..e]).as_deref() == Some(url) {
+        if normalise_span(&text[s..e]).as_deref() == Some(url) {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
@@ -197,7 +336,7 @@ pub(crate) fn occurs(url: &str, text: &str) -> bool {
 /// Every URL in `text`, normalised.
 pub(crate) fn extract(text: &str, out: &mut Vec<String>) {
     let _ = for_each_span(text, |s, e| {
-        if let Some(u) = normalise(&text[s..e]) {
+        if let Some(u) = normalise_span(&text[s..e]) {
             out.push(u);
         }
         ControlFlow::Continue(())
@@ -213,10 +352,12 @@ mod tests {
         for (a, b) in [
             ("HTTPS://Example.COM/", "https://example.com"),
             ("https://example.com:443/a/", "https://example.com/a"),
+            ("http://example.com:80/a/", "https://example.com/a"),
             (
                 "http://example.com:8080/a%2fb?x=%7e#",
-                "http://example.com:8080/a%2Fb?x=%7E",
+                "https://example.com:8080/a%2Fb?x=%7E",
             ),
+            ("ftp://Example.com:21/", "ftp://example.com"),
             ("https://u@[::1]:443/", "https://u@[::1]"),
         ] {
             assert_eq!(normalise(a).as_deref(), Some(b), "{a}");
@@ -240,6 +381,35 @@ mod tests {
             "(see https://x.org/a). Or <HTTP://Y.org/b?q=1>, ftp://z.org:21/.",
             &mut v,
         );
-        assert_eq!(v, ["https://x.org/a", "http://y.org/b?q=1", "ftp://z.org"]);
+        assert_eq!(v, ["https://x.org/a", "https://y.org/b?q=1", "ftp://z.org"]);
+    }
+
+    #[test]
+    fn urls_without_a_scheme() {
+        for (a, b) in [
+            ("www.Example.com/page", "https://www.example.com/page"),
+            ("example.com", "https://example.com"),
+            ("example.co.uk:8443/a/?q=1", "https://example.co.uk:8443/a?q=1"),
+        ] {
+            assert_eq!(normalise_param(a).as_deref(), Some(b), "{a}");
+        }
+        for bad in ["example", "example.c", "exa mple.com", "1.5", "-x.com", "x.123"] {
+            assert_eq!(normalise_param(bad), None, "{bad}");
+        }
+        let mut v = Vec::new();
+        extract(
+            "Visit www.shop.example/deals, example.com or docs.rs/regex. Not notes.md, \
+             bob@mail.example.com, 98.70 or e.g. this; https://x.org/a has no second URL.",
+            &mut v,
+        );
+        assert_eq!(
+            v,
+            [
+                "https://www.shop.example/deals",
+                "https://example.com",
+                "https://docs.rs/regex",
+                "https://x.org/a"
+            ]
+        );
     }
 }

@@ -1,0 +1,290 @@
+//! Canonical readings of text: what formatting cannot change about a value.
+//!
+//! An attacker who controls how a value is *written* must not be able to hide it from the gate
+//! (issue 11): an IBAN whose groups are separated by no-break spaces, zero-width spaces or bidi
+//! controls, written in full-width digits or with Cyrillic look-alike letters, is still the IBAN
+//! a reader — or a model — reads in it. So the gate never compares raw text. It compares two
+//! canonical forms, both of which this module computes and both of which are public, so that
+//! an index of values extracted at write time uses exactly the gate's keys:
+//!
+//! - the **reading** ([`reading`]) is what the text *denotes*: Unicode compatibility
+//!   normalisation (NFKC, UAX #15: full-width and mathematical letters and digits, ligatures,
+//!   superscripts become their plain forms), default-ignorable code points removed (zero-width
+//!   spaces and joiners, bidi controls, soft hyphens, variation selectors: invisible, so never
+//!   part of what a reader reads), every white space and line break made one ASCII space, and
+//!   every non-ASCII character whose UTS #39 confusable prototype is a single ASCII character
+//!   replaced by it (Cyrillic `А` reads `A`, `‐` reads `-`, `’` reads `'`). ASCII characters
+//!   are never changed: `0` and `O`, `1` and `l` stay distinct, because two ASCII strings that
+//!   differ are two values (`paypa1.com` is not `paypal.com`). A value that *justifies* a
+//!   parameter must occur in the reading of an entry.
+//! - the **skeleton** ([`skeleton`]) is what the text *looks like*: the reading mapped to UTS
+//!   #39 confusable skeletons and case-folded, so that `0`/`O`/`o`, `1`/`l`/`I`/`|` and `rn`/`m`
+//!   collapse. An entry whose skeleton holds the value's skeleton *may* have been read as the
+//!   value: when such an entry is untrusted it taints the value (the gate over-approximates
+//!   taint), but it never justifies it.
+//!
+//! The data comes from maintained crates of the unicode-rs project: `unicode-normalization`
+//! (NFKC) and `unicode-security` (UTS #39 confusables and default-ignorable code points).
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+use unicode_normalization::UnicodeNormalization;
+
+/// The Unicode version of the confusable data (UTS #39) the skeletons are computed with.
+pub const UNICODE_VERSION: (u64, u64, u64) = unicode_security::UNICODE_VERSION;
+
+/// The UTS #39 skeleton of one character, collected (at most a few characters).
+fn char_skeleton(c: char) -> String {
+    let mut buf = [0u8; 4];
+    unicode_security::skeleton(c.encode_utf8(&mut buf)).collect()
+}
+
+/// A non-ASCII character as the reading has it: `None` when it is invisible (a default-ignorable
+/// code point), else the character itself or the ASCII character it is a look-alike of.
+fn read_char(c: char) -> Option<char> {
+    if c.is_whitespace() {
+        return Some(' ');
+    }
+    let sk = char_skeleton(c);
+    let mut chars = sk.chars();
+    match (chars.next(), chars.next()) {
+        // UTS #39 removes default-ignorable code points from skeletons.
+        (None, _) => None,
+        (Some(a), None) if a.is_ascii() && !a.is_ascii_control() => Some(a),
+        _ => Some(c),
+    }
+}
+
+/// Whether `c` is invisible: a default-ignorable code point (zero-width characters, bidi
+/// controls, soft hyphen, variation selectors, …), removed from every reading.
+pub fn is_invisible(c: char) -> bool {
+    !c.is_ascii() && !c.is_whitespace() && char_skeleton(c).is_empty()
+}
+
+/// The reading of `text` (see the module documentation). An ASCII text is its own reading
+/// (borrowed; ASCII control white space such as tabs and line breaks is left as it is, and
+/// every scanner treats it as white space).
+pub fn reading(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.nfkc() {
+        if c.is_ascii() {
+            out.push(c);
+        } else if let Some(r) = read_char(c) {
+            out.push(r);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The reading of a *parameter value*: as [`reading`], but without replacing look-alike
+/// characters. A value is what the tool receives: a call whose IBAN is spelt with a Cyrillic
+/// letter names another string than the Latin IBAN, and is judged as that string (for most
+/// types it is then not a valid value at all, and the call cannot be judged).
+pub fn value_reading(value: &str) -> Cow<'_, str> {
+    if value.is_ascii() {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len());
+    for c in value.nfkc() {
+        if c.is_ascii() {
+            out.push(c);
+        } else if c.is_whitespace() {
+            out.push(' ');
+        } else if !is_invisible(c) {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The skeleton of one ASCII character (lower case): computed once from the UTS #39 data.
+fn ascii_skeletons() -> &'static [String; 128] {
+    static TABLE: OnceLock<[String; 128]> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        std::array::from_fn(|i| {
+            let c = char::from(i as u8);
+            generic_skeleton(c.encode_utf8(&mut [0u8; 4]))
+        })
+    })
+}
+
+/// `lower(S(lower(S(upper(s)))))` with S the UTS #39 skeleton. S is case-sensitive (`I` looks
+/// like `l`, `i` does not; `m` looks like `rn`, `M` does not), and the gate compares case-
+/// insensitively, so the skeleton is taken of the upper case, then again of the lower case:
+/// the classes are then closed under both (`i`, `I`, `l`, `L`, `1`, `|` are one class; `o`,
+/// `O`, `0` another; `m`, `M`, `rn` another).
+fn generic_skeleton(s: &str) -> String {
+    let upper: String = s.chars().flat_map(char::to_uppercase).collect();
+    let once: String = unicode_security::skeleton(&upper)
+        .flat_map(char::to_lowercase)
+        .collect();
+    unicode_security::skeleton(&once)
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The skeleton of `text` (see the module documentation): its reading, mapped to UTS #39
+/// confusable prototypes and case-folded. Two texts that look alike have the same skeleton;
+/// white space and punctuation are kept (the matchers skip them where a type allows).
+pub fn skeleton(text: &str) -> String {
+    let r = reading(text);
+    if r.is_ascii() {
+        let table = ascii_skeletons();
+        let mut out = String::with_capacity(r.len() + 8);
+        for b in r.bytes() {
+            out.push_str(&table[usize::from(b & 0x7f)]);
+        }
+        return out;
+    }
+    generic_skeleton(&r)
+}
+
+/// The skeleton of `text` restricted to its letters and digits: the key of a value for
+/// separator-blind matching (an identifier is the same whatever is inserted between its
+/// characters).
+pub fn skeleton_key(text: &str) -> String {
+    skeleton(text)
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .collect()
+}
+
+/// The reading of `text` with the letters that look like digits read as digits (`O`, `o` → `0`;
+/// `l`, `I`, `|` → `1`, and every character whose skeleton is theirs): how an amount or a date
+/// is found when an attacker spells its digits with letters (`1OO`). Numbers glued to letters are
+/// not amounts, so ordinary words do not become numbers.
+pub fn digit_reading(text: &str) -> Cow<'_, str> {
+    let r = reading(text);
+    let needs = |c: char| matches!(c, 'o' | 'O' | 'l' | 'I' | '|') || !c.is_ascii();
+    if !r.chars().any(needs) {
+        return r;
+    }
+    let mut out = String::with_capacity(r.len());
+    for c in r.chars() {
+        let d = match c {
+            'o' | 'O' => '0',
+            'l' | 'I' | '|' => '1',
+            c if c.is_ascii() => c,
+            c => match generic_skeleton(c.encode_utf8(&mut [0u8; 4])).as_str() {
+                "o" => '0',
+                "l" => '1',
+                _ => c,
+            },
+        };
+        out.push(d);
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `b` separates the characters of an identifier in a reading: any ASCII byte that is
+/// not a letter or digit (white space, line breaks, punctuation used to group characters).
+#[inline]
+pub(crate) fn is_separator_byte(b: u8) -> bool {
+    b.is_ascii() && !b.is_ascii_alphanumeric()
+}
+
+/// Whether the alphanumeric `key` (a [`skeleton_key`]) occurs in the skeleton `skel` of a text
+/// with any separators between its characters, and not glued to a letter or digit on either
+/// side: the separator-blind, look-alike-blind match that taints (never justifies) a value.
+/// Keys of fewer than four characters are matched without separators inside (a short value
+/// spread over unrelated characters is not a reading of it).
+pub fn skeleton_occurs(key: &str, skel: &str) -> bool {
+    let want: Vec<char> = key.chars().collect();
+    let Some(&first) = want.first() else {
+        return false;
+    };
+    let spread = want.len() >= 4;
+    let hay: Vec<char> = skel.chars().collect();
+    let n = hay.len();
+    'start: for s in 0..n {
+        if hay[s] != first || (s > 0 && hay[s - 1].is_alphanumeric()) {
+            continue;
+        }
+        let mut j = s + 1;
+        for &w in &want[1..] {
+            if spread {
+                while j < n && !hay[j].is_alphanumeric() {
+                    j += 1;
+                }
+            }
+            if j < n && hay[j] == w {
+                j += 1;
+            } else {
+                continue 'start;
+            }
+        }
+        if j >= n || !hay[j].is_alphanumeric() {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readings_remove_formatting_but_keep_ascii() {
+        assert_eq!(reading("GB29\u{a0}NWBK\u{200b}6016"), "GB29 NWBK6016");
+        assert_eq!(reading("ＧＢ２９"), "GB29");
+        assert_eq!(reading("G\u{202e}B\u{2066}29\u{ad}"), "GB29");
+        // Cyrillic А and О read as the Latin letters they look like.
+        assert_eq!(reading("\u{410}B\u{41e}"), "ABO");
+        assert_eq!(reading("1\u{2019}000"), "1'000");
+        assert_eq!(reading("paypa1.com"), "paypa1.com");
+        assert_eq!(reading("été"), "été");
+        assert_eq!(value_reading("\u{410}B"), "\u{410}B");
+        assert_eq!(value_reading("ＧＢ\u{200b}29"), "GB29");
+    }
+
+    #[test]
+    fn skeletons_merge_look_alikes() {
+        assert_eq!(skeleton("paypa1.com"), skeleton("PAYPAL.COM"));
+        assert_eq!(skeleton("g00gle"), skeleton("GOOGLE"));
+        assert_eq!(skeleton("modern"), skeleton("rnodern"));
+        assert_eq!(skeleton("\u{410}B"), skeleton("ab"));
+        assert_eq!(skeleton_key("GB29 NWBK-6016"), skeleton_key("gb29nwbk6o16"));
+    }
+
+    /// The ASCII table is the generic computation, character by character and in strings.
+    #[test]
+    fn ascii_table_agrees_with_the_generic_skeleton() {
+        for b in 0u8..128 {
+            let c = char::from(b);
+            let s = c.to_string();
+            assert_eq!(skeleton(&s), generic_skeleton(&s), "{c:?}");
+        }
+        let text = "Pay 1,000.00 to GB29 NWBK 6016 1331 9268 19 | \"ok\" `m` 50% I/l/0";
+        assert_eq!(skeleton(text), generic_skeleton(text));
+        // Case-insensitive, and idempotent on its own output (`%` aside: its prototype holds a
+        // subscript zero, which NFKC reads as a digit).
+        for t in [text.replace('%', "").as_str(), "Modern MAIL", "ILL1|"] {
+            let k = skeleton(t);
+            assert_eq!(skeleton(&t.to_uppercase()), k);
+            assert_eq!(skeleton(&t.to_lowercase()), k);
+            assert_eq!(skeleton(&k), k);
+        }
+    }
+
+    #[test]
+    fn separator_blind_matching_is_whole() {
+        let key = skeleton_key("UK12345678901234567890");
+        assert!(skeleton_occurs(&key, &skeleton("to UK12 3456\n7890-1234.5678 90.")));
+        assert!(skeleton_occurs(&key, &skeleton("to uk12 З456 789O 1234 5678 9O")));
+        assert!(!skeleton_occurs(&key, &skeleton("to UK1234567890123456789012")));
+        assert!(!skeleton_occurs(&key, &skeleton("to XUK12345678901234567890")));
+        assert!(!skeleton_occurs("7", &skeleton("id 17")));
+        assert!(skeleton_occurs("7", &skeleton("id 7.")));
+        assert!(!skeleton_occurs("12", &skeleton("1, 2")));
+    }
+
+    #[test]
+    fn digits_spelt_with_letters() {
+        assert_eq!(digit_reading("pay lOO EUR"), "pay 100 EUR");
+        assert_eq!(digit_reading("1 100.00"), "1 100.00");
+    }
+}
