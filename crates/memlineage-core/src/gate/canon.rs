@@ -50,6 +50,8 @@ fn read_char(c: char) -> Option<char> {
     match (chars.next(), chars.next()) {
         // UTS #39 removes default-ignorable code points from skeletons.
         (None, _) => None,
+        // The prototype of `I` and its look-alikes is `l`: an upper-case look-alike reads `I`.
+        (Some('l'), None) if c.is_uppercase() => Some('I'),
         (Some(a), None) if a.is_ascii() && !a.is_ascii_control() => Some(a),
         _ => Some(c),
     }
@@ -153,30 +155,53 @@ pub fn skeleton_key(text: &str) -> String {
 }
 
 /// The reading of `text` with the letters that look like digits read as digits (`O`, `o` → `0`;
-/// `l`, `I`, `|` → `1`, and every character whose skeleton is theirs): how an amount or a date
-/// is found when an attacker spells its digits with letters (`1OO`). Numbers glued to letters are
-/// not amounts, so ordinary words do not become numbers.
+/// `l`, `I`, `|` → `1`): how an amount or a date is found when an attacker spells its digits with
+/// letters (`1OO`, `2O24-O5-Ol`). Only in tokens (runs of digits, those letters and the
+/// punctuation of numbers and dates, single spaces included, not glued to other letters) that
+/// hold a digit, or that are
+/// two or three characters long (`lOO`): words are left alone (`July`, `I paid`).
 pub fn digit_reading(text: &str) -> Cow<'_, str> {
     let r = reading(text);
-    let needs = |c: char| matches!(c, 'o' | 'O' | 'l' | 'I' | '|') || !c.is_ascii();
-    if !r.chars().any(needs) {
+    let b = r.as_bytes();
+    let spelt = |c: u8| matches!(c, b'o' | b'O' | b'l' | b'I' | b'|');
+    let part = |c: u8| c.is_ascii_digit() || spelt(c) || matches!(c, b',' | b'.' | b'\'' | b'-' | b'/' | b':');
+    if !b.iter().copied().any(spelt) {
         return r;
     }
-    let mut out = String::with_capacity(r.len());
-    for c in r.chars() {
-        let d = match c {
-            'o' | 'O' => '0',
-            'l' | 'I' | '|' => '1',
-            c if c.is_ascii() => c,
-            c => match generic_skeleton(c.encode_utf8(&mut [0u8; 4])).as_str() {
-                "o" => '0',
-                "l" => '1',
-                _ => c,
-            },
-        };
-        out.push(d);
+    let mut out = b.to_vec();
+    let mut i = 0;
+    while i < b.len() {
+        if !part(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        // A single space inside a number groups its digits (`l OOO OOO`).
+        while i < b.len()
+            && (part(b[i]) || (b[i] == b' ' && i + 1 < b.len() && part(b[i + 1]) && part(b[i - 1])))
+        {
+            i += 1;
+        }
+        let glued = (start > 0 && b[start - 1].is_ascii_alphabetic())
+            || (i < b.len() && b[i].is_ascii_alphabetic());
+        let token = &b[start..i];
+        let has_digit = token.iter().any(u8::is_ascii_digit);
+        let letters = token.iter().filter(|&&c| spelt(c)).count();
+        if glued || letters == 0 || !(has_digit || (2..=3).contains(&token.len())) {
+            continue;
+        }
+        for k in start..i {
+            out[k] = match b[k] {
+                b'o' | b'O' => b'0',
+                b'l' | b'I' | b'|' => b'1',
+                c => c,
+            };
+        }
     }
-    Cow::Owned(out)
+    match String::from_utf8(out) {
+        Ok(s) => Cow::Owned(s),
+        Err(_) => r,
+    }
 }
 
 /// Whether `b` separates the characters of an identifier in a reading: any ASCII byte that is
@@ -235,6 +260,8 @@ mod tests {
         // Cyrillic А and О read as the Latin letters they look like.
         assert_eq!(reading("\u{410}B\u{41e}"), "ABO");
         assert_eq!(reading("1\u{2019}000"), "1'000");
+        // Greek Iota and Cyrillic palochka look like `I`.
+        assert_eq!(reading("\u{399}\u{4c0}"), "II");
         assert_eq!(reading("paypa1.com"), "paypa1.com");
         assert_eq!(reading("été"), "été");
         assert_eq!(value_reading("\u{410}B"), "\u{410}B");
@@ -286,5 +313,7 @@ mod tests {
     fn digits_spelt_with_letters() {
         assert_eq!(digit_reading("pay lOO EUR"), "pay 100 EUR");
         assert_eq!(digit_reading("1 100.00"), "1 100.00");
+        assert_eq!(digit_reading("on 2O24-O5-Ol, l.5OO,OO"), "on 2024-05-01, 1.500,00");
+        assert_eq!(digit_reading("July: I paid lots"), "July: I paid lots");
     }
 }

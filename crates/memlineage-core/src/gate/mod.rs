@@ -25,6 +25,7 @@ mod path;
 mod policy;
 mod prepared;
 mod provenance;
+pub mod renderings;
 mod repair;
 mod summary;
 mod trace;

@@ -75,10 +75,15 @@ impl<S: Store> Memory<S> {
     /// Decides whether `req.call` may be dispatched under `policy`, and logs the decision.
     ///
     /// Context entries are verified like retrieval results (signature, inclusion, label); one
-    /// that fails verification is an error, not silently ignored, because the caller's prompt
-    /// contained it. Their ancestors (through every edge, whatever its weight) are read and
-    /// verified the same way for value provenance. With repair on and no `repair_query`, the
-    /// user's request — the text of the context's `user_input` entries — is the query.
+    /// that fails verification is an error naming it, not silently ignored, because the
+    /// caller's prompt contained it. An entry named in the context that retrieval would not
+    /// return — forgotten (its content erased or not), or a control record — is never dropped
+    /// either: it counts as `EXTERNAL` for everything it carries, and, when its content is
+    /// gone, as carrying every value (`docs/gate.md`, "Context integrity"). A distrusted entry
+    /// counts at its effective label, `EXTERNAL`. Their ancestors (through every edge, whatever
+    /// its weight) are read and verified the same way for value provenance. With repair on and
+    /// no `repair_query`, the user's request — the text of the context's `user_input` entries
+    /// whose label is trusted (an external `user_input` steers nothing) — is the query.
     pub fn gate(&self, policy: &Policy, req: &GateRequest) -> Result<GateOutcome, Error> {
         let (context, mut parents) = self.context_entries(&req.context)?;
         let query = match (&req.repair_query, req.repair) {
@@ -165,8 +170,10 @@ impl<S: Store> Memory<S> {
         Ok(out)
     }
 
-    /// Verified context entries with effective labels and taint paths, and the parent ids of
-    /// each (every edge).
+    /// Verified context entries with effective labels and taint paths, in the order of `ids`,
+    /// and the parent ids of each (every edge). An entry that fails verification is an error
+    /// naming it; one that retrieval does not return (forgotten, or a control record) is kept
+    /// at `EXTERNAL` (without content when it is erased or unreadable).
     fn context_entries(&self, ids: &[EntryId]) -> Result<(Vec<ContextEntry>, ParentLists), Error> {
         let r = self.recall(ids)?;
         if let Some(d) = r.dropped.first() {
@@ -175,14 +182,66 @@ impl<S: Store> Memory<S> {
                 d.id, d.reason
             )));
         }
-        let mut entries = Vec::with_capacity(r.entries.len());
-        let mut parents = Vec::with_capacity(r.entries.len());
+        let mut found: BTreeMap<EntryId, (ContextEntry, Vec<EntryId>)> = BTreeMap::new();
         for v in &r.entries {
-            entries.push(self.context_entry(v)?);
-            parents.push((
-                v.entry.id(),
-                v.entry.body().parents.iter().map(|p| p.id).collect(),
-            ));
+            let parents = v.entry.body().parents.iter().map(|p| p.id).collect();
+            found.insert(v.entry.id(), (self.context_entry(v)?, parents));
+        }
+        let missing: Vec<EntryId> = ids
+            .iter()
+            .filter(|id| !found.contains_key(id))
+            .copied()
+            .collect();
+        if !missing.is_empty() {
+            let hidden = self.recall_lineage(&missing)?;
+            if let Some(d) = hidden.dropped.first() {
+                return Err(Error::Integrity(format!(
+                    "context entry {} failed verification: {}",
+                    d.id, d.reason
+                )));
+            }
+            for v in &hidden.entries {
+                let parents = v.entry.body().parents.iter().map(|p| p.id).collect();
+                let mut e = self.context_entry(v)?;
+                untrusted_as_forgotten(&mut e);
+                found.insert(e.id, (e, parents));
+            }
+            for id in missing {
+                if found.contains_key(&id) {
+                    continue;
+                }
+                // A control record (or an entry retrieval does not return at all): its
+                // content is not something the gate can read as data.
+                let (writer, kind) = match self.store.entry_by_id(&id)? {
+                    Some(stored) => match memlineage_core::entry::SignedEntry::from_leaf(&stored.leaf) {
+                        Ok(e) => (e.body().writer.clone(), e.body().kind),
+                        Err(_) => (String::new(), EntryKind::Observation),
+                    },
+                    None => return Err(Error::NotFound(id)),
+                };
+                let mut e = ContextEntry {
+                    id,
+                    label: memlineage_core::label::TrustLabel::External,
+                    writer,
+                    kind,
+                    content: None,
+                    taint_path: Vec::new(),
+                };
+                untrusted_as_forgotten(&mut e);
+                found.insert(id, (e, Vec::new()));
+            }
+        }
+        let mut entries = Vec::with_capacity(ids.len());
+        let mut parents = Vec::with_capacity(ids.len());
+        let mut seen = std::collections::BTreeSet::new();
+        for id in ids {
+            if !seen.insert(*id) {
+                continue;
+            }
+            if let Some((e, ps)) = found.remove(id) {
+                parents.push((e.id, ps));
+                entries.push(e);
+            }
         }
         Ok((entries, parents))
     }
@@ -253,12 +312,23 @@ impl<S: Store> Memory<S> {
     }
 }
 
-/// The user's request in a context: the text of its `user_input` entries, in prompt order.
+/// The user's request in a context: the text of its `user_input` entries whose label is trusted
+/// (an external principal's `user_input` — another person talking to the agent — steers no
+/// repair), in prompt order.
 fn user_request(context: &[ContextEntry]) -> Option<String> {
     let texts: Vec<&str> = context
         .iter()
-        .filter(|e| e.kind == EntryKind::UserInput)
+        .filter(|e| e.kind == EntryKind::UserInput && !e.label.is_untrusted())
         .filter_map(|e| e.content.as_deref())
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// A context entry that retrieval would not return (forgotten, or a control record): it counts
+/// as `EXTERNAL` for everything it carries, as the root of its own taint path.
+fn untrusted_as_forgotten(e: &mut ContextEntry) {
+    e.label = memlineage_core::label::TrustLabel::External;
+    if e.taint_path.first() != Some(&e.id) {
+        e.taint_path = vec![e.id];
+    }
 }

@@ -528,20 +528,23 @@ pub(crate) fn for_each_loose(
 ) -> ControlFlow<()> {
     for_each(text, &mut f)?;
     let b = text.as_bytes();
-    let spaced = |p: usize| {
+    // A space or a lone point between a digit and exactly three digits: a thousands separator
+    // to some readers (`1 100.00`, `1.000 EUR`).
+    let grouping = |p: usize| {
         p > 0
-            && b[p] == b' '
+            && matches!(b[p], b' ' | b'.')
             && b[p - 1].is_ascii_digit()
             && b.len() >= p + 4
             && b[p + 1..p + 4].iter().all(u8::is_ascii_digit)
             && !digit_at(b, p + 4)
+            && !(b[p] == b'.' && b.get(p + 4) == Some(&b','))
     };
-    if !(0..b.len()).any(spaced) {
+    if !(0..b.len()).any(grouping) {
         return ControlFlow::Continue(());
     }
     let joined: String = text
         .char_indices()
-        .filter(|&(p, _)| !spaced(p))
+        .filter(|&(p, _)| !grouping(p))
         .map(|(_, c)| c)
         .collect();
     for_each(&joined, f)

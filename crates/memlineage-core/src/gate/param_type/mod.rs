@@ -154,6 +154,13 @@ pub enum Carry {
     Exact,
 }
 
+/// The date a string denotes (the month-first reading of an ambiguous `A/B/YYYY`).
+pub(crate) fn parse_date(s: &str) -> Option<Date> {
+    match date::parse_param(s)? {
+        date::Reading::One(d) | date::Reading::Two(d, _) => Some(d),
+    }
+}
+
 /// The JSON type name of a value, for messages.
 pub(crate) fn json_type(v: &Value) -> &'static str {
     match v {
