@@ -85,8 +85,14 @@ impl Ty {
 /// Listed-country IBANs of their country's length (real IBANs); `unlisted` adds shapes of
 /// unlisted countries, which only the look matching must catch.
 fn iban(unlisted: bool) -> BoxedStrategy<String> {
-    let mut countries: Vec<(&'static str, usize)> =
-        vec![("GB", 22), ("DE", 22), ("FR", 27), ("NL", 18), ("ES", 24), ("NO", 15)];
+    let mut countries: Vec<(&'static str, usize)> = vec![
+        ("GB", 22),
+        ("DE", 22),
+        ("FR", 27),
+        ("NL", 18),
+        ("ES", 24),
+        ("NO", 15),
+    ];
     if unlisted {
         countries.push(("UK", 22));
         countries.push(("US", 23));
@@ -191,7 +197,10 @@ fn fails(d: &memlineage_core::gate::GateDecision<'_>, v: &str, kind: &ParamType)
         Decision::Allow => false,
         Decision::Deny => true,
         Decision::Repair => d.repairs.iter().all(|r| {
-            let new = r.new.as_str().map_or_else(|| r.new.to_string(), str::to_string);
+            let new = r
+                .new
+                .as_str()
+                .map_or_else(|| r.new.to_string(), str::to_string);
             kind.normalise_str(&new).ok() != kind.normalise_str(v).ok()
         }),
     }

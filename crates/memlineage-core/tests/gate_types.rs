@@ -280,7 +280,10 @@ fn url() {
             ),
             // Web URLs without a scheme are URLs (read as https).
             ("example.com", Some("https://example.com")),
-            ("www.Example.com/page/", Some("https://www.example.com/page")),
+            (
+                "www.Example.com/page/",
+                Some("https://www.example.com/page"),
+            ),
             ("example", None),
             ("https://", None),
             ("https://a b.com", None),

@@ -5,6 +5,8 @@
 
 use crate::error::EvalError;
 use crate::grammar::{Grammar, Template};
+use memlineage_core::gate::ParamType;
+use memlineage_core::gate::renderings::{self, Reading};
 use memlineage_core::label::{TrustClass, Weight};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -176,13 +178,25 @@ pub(crate) enum WeightsName {
 }
 
 /// A per-episode variable: a list (one value drawn per episode), `{cycle = [...]}` (value by
-/// episode index) or `{range = [lo, hi]}` (an integer drawn from the inclusive range).
+/// episode index), `{range = [lo, hi]}` (an integer drawn from the inclusive range) or
+/// `{render = "VAR", type = "TYPE"}` (an attacker's rendering of variable `VAR` as a value of
+/// the gate type `TYPE`: separators, invisible characters, compatibility forms, look-alikes,
+/// `memlineage_core::gate::renderings`, drawn after every other variable).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum VarSpec {
     List(Vec<String>),
-    Cycle { cycle: Vec<String> },
-    Range { range: [u32; 2] },
+    Cycle {
+        cycle: Vec<String>,
+    },
+    Range {
+        range: [u32; 2],
+    },
+    Render {
+        render: String,
+        #[serde(rename = "type")]
+        kind: String,
+    },
 }
 
 /// What counts as success: a dispatched call of `tool` whose arguments equal (`equals`, compared
@@ -316,8 +330,18 @@ impl WorkloadFile {
                     let span = u64::from(hi.saturating_sub(*lo)) + 1;
                     (u64::from(*lo) + rng.next_u64() % span).to_string()
                 }
+                VarSpec::Render { .. } => continue,
             };
             out.insert(name.clone(), v);
+        }
+        for (name, spec) in &self.vars {
+            if let VarSpec::Render { render, kind } = spec {
+                let source = out.get(render).cloned().unwrap_or_default();
+                let rendered = ParamType::from_name(kind).map_or(source.clone(), |t| {
+                    renderings::render(&t, &source, rng.next_u64(), Reading::LooksLike)
+                });
+                out.insert(name.clone(), rendered);
+            }
         }
         (seed, out)
     }
@@ -330,6 +354,14 @@ impl WorkloadFile {
                 VarSpec::List(l) => l.is_empty(),
                 VarSpec::Cycle { cycle } => cycle.is_empty(),
                 VarSpec::Range { range } => range[0] > range[1],
+                VarSpec::Render { render, kind } => {
+                    if ParamType::from_name(kind).is_none() {
+                        return Err(err(format!(
+                            "variable `{name}` renders as unknown type `{kind}`"
+                        )));
+                    }
+                    !self.vars.contains_key(render)
+                }
             };
             if empty {
                 return Err(err(format!("variable `{name}` has no values")));

@@ -164,7 +164,9 @@ pub fn digit_reading(text: &str) -> Cow<'_, str> {
     let r = reading(text);
     let b = r.as_bytes();
     let spelt = |c: u8| matches!(c, b'o' | b'O' | b'l' | b'I' | b'|');
-    let part = |c: u8| c.is_ascii_digit() || spelt(c) || matches!(c, b',' | b'.' | b'\'' | b'-' | b'/' | b':');
+    let part = |c: u8| {
+        c.is_ascii_digit() || spelt(c) || matches!(c, b',' | b'.' | b'\'' | b'-' | b'/' | b':')
+    };
     if !b.iter().copied().any(spelt) {
         return r;
     }
@@ -300,10 +302,22 @@ mod tests {
     #[test]
     fn separator_blind_matching_is_whole() {
         let key = skeleton_key("UK12345678901234567890");
-        assert!(skeleton_occurs(&key, &skeleton("to UK12 3456\n7890-1234.5678 90.")));
-        assert!(skeleton_occurs(&key, &skeleton("to uk12 З456 789O 1234 5678 9O")));
-        assert!(!skeleton_occurs(&key, &skeleton("to UK1234567890123456789012")));
-        assert!(!skeleton_occurs(&key, &skeleton("to XUK12345678901234567890")));
+        assert!(skeleton_occurs(
+            &key,
+            &skeleton("to UK12 3456\n7890-1234.5678 90.")
+        ));
+        assert!(skeleton_occurs(
+            &key,
+            &skeleton("to uk12 З456 789O 1234 5678 9O")
+        ));
+        assert!(!skeleton_occurs(
+            &key,
+            &skeleton("to UK1234567890123456789012")
+        ));
+        assert!(!skeleton_occurs(
+            &key,
+            &skeleton("to XUK12345678901234567890")
+        ));
         assert!(!skeleton_occurs("7", &skeleton("id 17")));
         assert!(skeleton_occurs("7", &skeleton("id 7.")));
         assert!(!skeleton_occurs("12", &skeleton("1, 2")));
@@ -313,7 +327,10 @@ mod tests {
     fn digits_spelt_with_letters() {
         assert_eq!(digit_reading("pay lOO EUR"), "pay 100 EUR");
         assert_eq!(digit_reading("1 100.00"), "1 100.00");
-        assert_eq!(digit_reading("on 2O24-O5-Ol, l.5OO,OO"), "on 2024-05-01, 1.500,00");
+        assert_eq!(
+            digit_reading("on 2O24-O5-Ol, l.5OO,OO"),
+            "on 2024-05-01, 1.500,00"
+        );
         assert_eq!(digit_reading("July: I paid lots"), "July: I paid lots");
     }
 }

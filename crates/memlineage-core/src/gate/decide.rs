@@ -41,22 +41,28 @@ pub fn decide<'a>(policy: &Policy, input: &GateInput<'a>) -> Result<GateDecision
             Unlisted::Allow => (Decision::Allow, Summary::NotSensitive),
             Unlisted::Deny => (Decision::Deny, Summary::NotNamedDenied),
         };
-        return Ok(finish(policy, input, decision, says, Vec::new(), Vec::new()));
+        return Ok(finish(
+            policy,
+            input,
+            decision,
+            says,
+            Vec::new(),
+            Vec::new(),
+        ));
     };
     let mut scratch = String::new();
     let entries = Entries {
         main: input.context,
         extra: &[],
     };
-    let checked = check_all(policy, tool, input, entries, &[], &mut scratch)?;
-    let (decision, says) = if !checked.iter().any(|c| c.reason.outcome.fails()) {
+    let (reasons, meta) = check_all(policy, tool, input, entries, &[], &mut scratch)?;
+    let (decision, says) = if !reasons.iter().any(|r| r.outcome.fails()) {
         (Decision::Allow, Summary::Allowed)
     } else if !input.repair {
         (Decision::Deny, Summary::Denied)
     } else {
-        return super::repair::attempt(policy, tool, input, checked, &mut scratch);
+        return super::repair::attempt(policy, tool, input, reasons, &meta, &mut scratch);
     };
-    let reasons = checked.into_iter().map(|c| c.reason).collect();
     Ok(finish(policy, input, decision, says, reasons, Vec::new()))
 }
 
@@ -82,10 +88,9 @@ fn validate(input: &GateInput<'_>) -> Result<(), GateError> {
     Ok(())
 }
 
-/// One checked value, with what repair needs to know about it.
-pub(crate) struct Checked<'a, 'p> {
-    /// Its reason.
-    pub(crate) reason: ParamReason<'a>,
+/// What repair needs to know about one checked value (beside its reason).
+#[derive(Clone, Copy)]
+pub(crate) struct Meta<'p> {
     /// Its type; `None` for an argument no path covers.
     pub(crate) kind: Option<&'p ParamType>,
     /// The least trusted label that may justify it.
@@ -102,6 +107,9 @@ struct Rule<'p> {
     unjustified: Unjustified,
 }
 
+/// The reasons of the checked values, and beside each what repair needs to know about it.
+pub(crate) type Checked<'a, 'p> = (Vec<ParamReason<'a>>, Vec<Meta<'p>>);
+
 /// Checks every value the paths of `tool` reach in the call's arguments, with the values of
 /// `replaced` instead of the call's for the concrete paths they name (whose citations no longer
 /// apply), then (under `default = "deny"`) the arguments no path covers.
@@ -112,7 +120,7 @@ pub(crate) fn check_all<'a, 'p>(
     entries: Entries<'_, 'a>,
     replaced: &[Repair],
     scratch: &mut String,
-) -> Result<Vec<Checked<'a, 'p>>, GateError> {
+) -> Result<Checked<'a, 'p>, GateError> {
     let prepared = input.prepared.filter(|p| p.matches(entries.main));
     let mut cx = Cx {
         policy,
@@ -124,48 +132,59 @@ pub(crate) fn check_all<'a, 'p>(
     };
     let args = &input.call.arguments;
     let mut out = Vec::with_capacity(tool.params.len());
+    // What repair needs, kept only when a repair may be tried.
+    let keep = input.repair;
+    let mut meta = Vec::with_capacity(if keep { tool.params.len() } else { 0 });
     for (name, pp) in &tool.params {
         let value_error = |problem: String| GateError::Value {
             tool: input.call.name.clone(),
             param: name.clone(),
             problem,
         };
-        let simple = path::Pattern::is_simple(name)
-            && !matches!(args.get(name.as_str()), Some(Value::Array(_)));
-        let reached = if simple {
+        let simple = path::Pattern::is_simple(name);
+        let found = if simple {
+            args.get_key_value(name.as_str())
+        } else {
+            None
+        };
+        let (one, many) = match found {
             // The common case: one named argument, its name borrowed from the call.
-            let r = match args.get_key_value(name.as_str()) {
-                Some((k, v)) => path::Reached {
+            Some((k, v)) if !v.is_array() => (
+                Some(path::Reached {
                     path: Cow::Borrowed(k.as_str()),
                     value: Some(v),
-                },
-                None => path::Reached {
+                }),
+                Vec::new(),
+            ),
+            None if simple => (
+                Some(path::Reached {
                     path: Cow::Owned(name.clone()),
                     value: None,
-                },
-            };
-            vec![r]
-        } else {
-            path::resolve(name, args, true).map_err(value_error)?
+                }),
+                Vec::new(),
+            ),
+            _ => (None, path::resolve(name, args, true).map_err(value_error)?),
         };
         let rule = Rule {
             kind: &pp.kind,
             require: pp.require,
             unjustified: pp.unjustified,
         };
-        for r in reached {
+        for r in one.into_iter().chain(many) {
             let new = replaced.iter().find(|x| x.param == *r.path);
             let raw = match new {
                 Some(x) => Some(Cow::Owned(x.new.clone())),
                 None => r.value.map(Cow::Borrowed),
             };
             let Some(raw) = raw.filter(|v| !v.is_null()) else {
-                out.push(Checked {
-                    reason: absent(r.path),
-                    kind: Some(&pp.kind),
-                    require: pp.require,
-                    repairable: true,
-                });
+                out.push(absent(r.path));
+                if keep {
+                    meta.push(Meta {
+                        kind: Some(&pp.kind),
+                        require: pp.require,
+                        repairable: true,
+                    });
+                }
                 continue;
             };
             let value = pp.kind.normalise(&raw).map_err(|e| GateError::Value {
@@ -189,18 +208,18 @@ pub(crate) fn check_all<'a, 'p>(
                 .or_else(|| input.attribution.get(name))
                 .map(Vec::as_slice);
             let inner = match (&*raw, pp.typed_values.is_empty()) {
-                (Value::String(s), false) => Some(s.clone()),
+                (Value::String(s), false) => Some((s.clone(), r.path.clone().into_owned())),
                 _ => None,
             };
-            let path_text = r.path.clone().into_owned();
-            let reason = cx.check(r.path, &rule, raw, &value, citations, attribution);
-            out.push(Checked {
-                reason,
-                kind: Some(&pp.kind),
-                require: pp.require,
-                repairable: true,
-            });
-            if let Some(text) = inner {
+            cx.check(&mut out, r.path, &rule, raw, &value, citations, attribution);
+            if keep {
+                meta.push(Meta {
+                    kind: Some(&pp.kind),
+                    require: pp.require,
+                    repairable: true,
+                });
+            }
+            if let Some((text, path_text)) = inner {
                 for t in &pp.typed_values {
                     let rule = Rule {
                         kind: t,
@@ -216,14 +235,22 @@ pub(crate) fn check_all<'a, 'p>(
                         let sub = format!("{path_text}.{}[{}]", t.name(), seen.len());
                         let pv = ParamValue::one(v.clone());
                         seen.push(v);
-                        let reason =
-                            cx.check(Cow::Owned(sub), &rule, Cow::Owned(shown), &pv, None, None);
-                        out.push(Checked {
-                            reason,
-                            kind: Some(t),
-                            require: pp.require,
-                            repairable: false,
-                        });
+                        cx.check(
+                            &mut out,
+                            Cow::Owned(sub),
+                            &rule,
+                            Cow::Owned(shown),
+                            &pv,
+                            None,
+                            None,
+                        );
+                        if keep {
+                            meta.push(Meta {
+                                kind: Some(t),
+                                require: pp.require,
+                                repairable: false,
+                            });
+                        }
                     }
                 }
             }
@@ -231,24 +258,26 @@ pub(crate) fn check_all<'a, 'p>(
     }
     if policy.default_for(tool) == Unlisted::Deny {
         for p in path::uncovered(args, tool.params.keys().map(String::as_str)) {
-            out.push(Checked {
-                reason: ParamReason {
-                    param: Cow::Owned(p),
-                    outcome: Outcome::Unlisted,
-                    via: Via::None,
-                    justifying: Vec::new(),
-                    label: None,
-                    offending: None,
-                    taint_path: Vec::new(),
-                    said: Said::Unlisted,
-                },
-                kind: None,
-                require: TrustLabel::Trusted,
-                repairable: false,
+            out.push(ParamReason {
+                param: Cow::Owned(p),
+                outcome: Outcome::Unlisted,
+                via: Via::None,
+                justifying: Vec::new(),
+                label: None,
+                offending: None,
+                taint_path: Vec::new(),
+                said: Said::Unlisted,
             });
+            if keep {
+                meta.push(Meta {
+                    kind: None,
+                    require: TrustLabel::Trusted,
+                    repairable: false,
+                });
+            }
         }
     }
-    Ok(out)
+    Ok((out, meta))
 }
 
 /// The reason of a value that is not in the call.
@@ -277,16 +306,19 @@ struct Cx<'x, 's, 'a> {
 }
 
 impl<'a> Cx<'_, '_, 'a> {
-    /// Traces and judges one value.
+    /// Traces and judges one value, and appends its reason to `out`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn check(
         &mut self,
+        out: &mut Vec<ParamReason<'a>>,
         param: Cow<'a, str>,
         rule: &Rule<'_>,
         raw: Cow<'a, Value>,
         value: &ParamValue,
         citations: Option<&[EntryId]>,
         attribution: Option<&[(EntryId, crate::label::Weight)]>,
-    ) -> ParamReason<'a> {
+    ) {
         let args = TraceArgs {
             kind: rule.kind,
             value,
@@ -310,20 +342,20 @@ impl<'a> Cx<'_, '_, 'a> {
             &mut looks,
             self.scratch,
         );
-        let (reason, list) = reason_for(param, rule, raw, traced, judged);
-        self.spare = list;
-        reason
+        self.spare = reason_for(out, param, rule, raw, traced, judged);
     }
 }
 
-/// The reason for a traced value, and the trace's list of entries for the next one.
+/// Appends the reason for a traced value to `out`, and returns the trace's list of entries for
+/// the next one.
 fn reason_for<'a>(
+    out: &mut Vec<ParamReason<'a>>,
     param: Cow<'a, str>,
     rule: &Rule<'_>,
     value: Cow<'a, Value>,
     t: Traced<'a>,
     judged: Option<Judgement<'a>>,
-) -> (ParamReason<'a>, Vec<&'a ContextEntry>) {
+) -> Vec<&'a ContextEntry> {
     let (outcome, offending, taint_path, finding, via, justifying) = match judged {
         None => {
             let allowed = rule.unjustified == Unjustified::Allow;
@@ -371,7 +403,7 @@ fn reason_for<'a>(
         Finding::Judged(j) => Some(j.label),
         Finding::Unjustified { .. } => None,
     };
-    let reason = ParamReason {
+    out.push(ParamReason {
         param,
         outcome,
         via,
@@ -385,8 +417,8 @@ fn reason_for<'a>(
             ignored: t.ignored_citations,
             repair: None,
         }),
-    };
-    (reason, t.justifying)
+    });
+    t.justifying
 }
 
 /// Assembles the decision; `repairs` are the replaced parameters of a repair.

@@ -62,6 +62,7 @@ impl<'a> Tally<'a> {
     }
 
     /// Adds a carrier; one that carries the value only by look can be the worst, never the best.
+    #[inline]
     fn add(&mut self, c: &'a ContextEntry, o: Origin<'a>, require: TrustLabel, exact: bool) {
         self.count += 1;
         if o.label > require {
@@ -70,11 +71,16 @@ impl<'a> Tally<'a> {
         if exact && self.best.as_ref().is_none_or(|(_, b)| o.label < b.label) {
             self.best = Some((c, o.clone()));
         }
-        if self.worst.as_ref().is_none_or(|(_, w, _)| o.label > w.label) {
+        if self
+            .worst
+            .as_ref()
+            .is_none_or(|(_, w, _)| o.label > w.label)
+        {
             self.worst = Some((c, o, !exact));
         }
     }
 
+    #[inline]
     fn judgement(self, via: Via, any: bool, require: TrustLabel) -> Option<Judgement<'a>> {
         let count = self.count;
         let (decisive, pick, by_look, overruled) = match (self.best, any) {
@@ -155,6 +161,7 @@ pub(crate) fn judge<'a>(
 }
 
 /// The value label of one carrier (or its own label under `provenance = "entry"`).
+#[inline]
 pub(crate) fn carrier_origin<'a>(
     policy: &Policy,
     kind: &ParamType,

@@ -12,8 +12,8 @@
 //! writes its human text only when asked ([`GateDecision`]). The rules are written out in
 //! `docs/gate.md`.
 
-pub mod canon;
 mod call;
+pub mod canon;
 mod decide;
 mod decision;
 mod error;

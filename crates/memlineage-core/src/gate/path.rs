@@ -180,7 +180,10 @@ fn walk<'a>(
         }
         Step::Each | Step::Index(_) => {
             let Value::Array(items) = v else {
-                return Err(format!("expected an array at `{at}`, found {}", json_type(v)));
+                return Err(format!(
+                    "expected an array at `{at}`, found {}",
+                    json_type(v)
+                ));
             };
             for (i, item) in items.iter().enumerate() {
                 walk(item, format!("{at}[{i}]"), rest, scalar, out)?;

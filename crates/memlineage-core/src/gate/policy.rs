@@ -447,7 +447,9 @@ fn parse_tool(cx: &Ctx<'_>, tool: &str, v: &Val<'_>) -> Result<ToolPolicy, Polic
             other => {
                 return Err(cx.err(
                     k.span().start,
-                    format!("unknown key {other:?} in tool `{tool}` (expected `params` or `default`)"),
+                    format!(
+                        "unknown key {other:?} in tool `{tool}` (expected `params` or `default`)"
+                    ),
                 ));
             }
         }
@@ -478,7 +480,8 @@ fn parse_params(
     if let DeValue::Table(t) = v.get_ref()
         && !t.is_empty()
         && t.iter().all(|(k, sub)| {
-            !PARAM_KEYS.contains(&k.get_ref().as_ref()) && matches!(sub.get_ref(), DeValue::Table(_))
+            !PARAM_KEYS.contains(&k.get_ref().as_ref())
+                && matches!(sub.get_ref(), DeValue::Table(_))
         })
     {
         for (sk, sv) in entries(t) {

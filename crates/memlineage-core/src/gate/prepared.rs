@@ -49,11 +49,12 @@ impl PreparedContext {
         i: usize,
         kind: &ParamType,
         pv: &ParamValue,
+        keys: &AmountKeys,
         content: &str,
         scratch: &mut String,
     ) -> Option<bool> {
         let ix = self.index.get(i)?.as_ref()?;
-        Some(match ix.any_occurs(kind, pv) {
+        Some(match ix.any_occurs(kind, pv, keys.as_slice()) {
             Some(hit) => hit,
             None => {
                 let r = ix.reading(content);
@@ -73,6 +74,33 @@ impl PreparedContext {
     ) -> Option<bool> {
         let ix = self.index.get(i)?.as_ref()?;
         Some(ix.any_looks(kind, pv, content))
+    }
+}
+
+/// The canonical forms of the amounts of a value (at most two readings), computed once per
+/// value rather than once per entry.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct AmountKeys {
+    keys: [(bool, u128, u32); 2],
+    n: usize,
+}
+
+impl AmountKeys {
+    pub(crate) fn of(pv: &ParamValue) -> AmountKeys {
+        let mut k = AmountKeys::default();
+        for v in pv.iter() {
+            if let super::NormValue::Amount(a) = v
+                && k.n < 2
+            {
+                k.keys[k.n] = a.canonical();
+                k.n += 1;
+            }
+        }
+        k
+    }
+
+    pub(crate) fn as_slice(&self) -> &[(bool, u128, u32)] {
+        &self.keys[..self.n]
     }
 }
 

@@ -175,7 +175,10 @@ fn scatter(s: &str, case: bool, separate: bool, reading: Reading, rng: &mut Rng)
         if rng.chance(25) {
             out.push(*rng.pick(&INVISIBLE));
         }
-        let next_alnum = s.chars().nth(i + 1).is_some_and(|x| x.is_ascii_alphanumeric());
+        let next_alnum = s
+            .chars()
+            .nth(i + 1)
+            .is_some_and(|x| x.is_ascii_alphanumeric());
         if separate && c.is_ascii_alphanumeric() && next_alnum && rng.chance(30) {
             out.push_str(&separators(rng));
         }
@@ -235,7 +238,13 @@ fn render_amount(a: &Amount, reading: Reading, rng: &mut Rng) -> String {
     let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
     // Thousands separator and decimal mark: `1,100.50`, `1.100,50`, `1'100.50`, `1’100.50`;
     // by look also `1 100.50`.
-    let mut styles: Vec<(&str, &str)> = vec![(",", "."), (".", ","), ("'", "."), ("\u{2019}", "."), ("", ".")];
+    let mut styles: Vec<(&str, &str)> = vec![
+        (",", "."),
+        (".", ","),
+        ("'", "."),
+        ("\u{2019}", "."),
+        ("", "."),
+    ];
     if reading == Reading::LooksLike {
         styles.push((" ", "."));
         styles.push(("\u{a0}", ","));
@@ -251,7 +260,11 @@ fn render_amount(a: &Amount, reading: Reading, rng: &mut Rng) -> String {
     }
     // A single group of three after a lone comma reads as thousands: write such fractions with
     // a point, or as they are when there is no group.
-    let mark = if mark == "," && frac.len() == 3 { "." } else { mark };
+    let mark = if mark == "," && frac.len() == 3 {
+        "."
+    } else {
+        mark
+    };
     let mark = if group == mark { "." } else { mark };
     let mut number = grouped;
     if !frac.is_empty() {
@@ -285,8 +298,18 @@ fn render_amount(a: &Amount, reading: Reading, rng: &mut Rng) -> String {
 /// A date in one of the unambiguous written forms the gate reads.
 fn render_date(d: Date, reading: Reading, rng: &mut Rng) -> String {
     const MONTHS: [&str; 12] = [
-        "January", "February", "March", "April", "May", "June", "July", "August", "September",
-        "October", "November", "December",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
     ];
     let month = MONTHS[usize::from(d.month()) - 1];
     let (y, m, day) = (d.year(), d.month(), d.day());

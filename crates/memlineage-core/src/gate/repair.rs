@@ -8,7 +8,7 @@
 //! ambiguous, deny. None: deny. Free text is never repaired. The repaired call is then checked
 //! again from scratch (citations of the replaced parameters no longer apply), and must pass.
 
-use super::decide::{Checked, check_all, finish};
+use super::decide::{Meta, check_all, finish};
 use super::error::GateError;
 use super::judge::carrier_origin;
 use super::message::{Candidate, RepairNote, Said};
@@ -34,7 +34,12 @@ pub(crate) enum Pick<'a> {
 
 /// Whether an entry above `require`, in the context or the pool, carries `v` (exactly or by
 /// look: a repaired value must survive the re-check under `carriers = "all"`).
-fn carried_above(kind: &ParamType, require: TrustLabel, v: &NormValue, input: &GateInput<'_>) -> bool {
+fn carried_above(
+    kind: &ParamType,
+    require: TrustLabel,
+    v: &NormValue,
+    input: &GateInput<'_>,
+) -> bool {
     let value = ParamValue::one(v.clone());
     input
         .context
@@ -113,15 +118,16 @@ pub(crate) fn attempt<'a>(
     policy: &Policy,
     tool: &ToolPolicy,
     input: &GateInput<'a>,
-    checked: Vec<Checked<'a, '_>>,
+    mut checked: Vec<ParamReason<'a>>,
+    meta: &[Meta<'_>],
     scratch: &mut String,
 ) -> Result<GateDecision<'a>, GateError> {
     let mut repairs: Vec<Repair> = Vec::new();
     let mut extra: Vec<&'a ContextEntry> = Vec::new();
     let mut notes: Vec<(usize, RepairNote<'a>)> = Vec::new();
     let mut refused = false;
-    for (i, c) in checked.iter().enumerate() {
-        if !c.reason.outcome.fails() {
+    for (i, (reason, c)) in checked.iter().zip(meta).enumerate() {
+        if !reason.outcome.fails() {
             continue;
         }
         let pick = match c.kind {
@@ -134,12 +140,7 @@ pub(crate) fn attempt<'a>(
         };
         let note = match pick {
             Pick::Found(v, src) => {
-                let old = c
-                    .reason
-                    .said
-                    .value()
-                    .cloned()
-                    .unwrap_or(Value::Null);
+                let old = reason.said.value().cloned().unwrap_or(Value::Null);
                 let new = v.to_json(&old);
                 if !input.context.iter().any(|e| e.id == src.id)
                     && !extra.iter().any(|e| e.id == src.id)
@@ -147,7 +148,7 @@ pub(crate) fn attempt<'a>(
                     extra.push(src);
                 }
                 repairs.push(Repair {
-                    param: c.reason.param.to_string(),
+                    param: reason.param.to_string(),
                     old,
                     new: new.clone(),
                     source: src.id,
@@ -178,7 +179,6 @@ pub(crate) fn attempt<'a>(
         };
         notes.push((i, note));
     }
-    let mut checked: Vec<ParamReason<'a>> = checked.into_iter().map(|c| c.reason).collect();
     if refused {
         for (i, note) in notes {
             let note = match note {
@@ -202,10 +202,7 @@ pub(crate) fn attempt<'a>(
         main: input.context,
         extra: &extra,
     };
-    let rechecked: Vec<ParamReason<'a>> = check_all(policy, tool, input, entries, &repairs, scratch)?
-        .into_iter()
-        .map(|c| c.reason)
-        .collect();
+    let (rechecked, _) = check_all(policy, tool, input, entries, &repairs, scratch)?;
     if rechecked.iter().any(|r| r.outcome.fails()) {
         return Ok(finish(
             policy,

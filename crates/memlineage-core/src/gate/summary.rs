@@ -42,9 +42,9 @@ impl Summary {
             Summary::NotSensitive => format!(
                 "Tool `{tool}` is not named in the policy, so it is not sensitive: allowed."
             ),
-            Summary::NotNamedDenied => format!(
-                "Tool `{tool}` is not named in the policy, whose default is deny: denied."
-            ),
+            Summary::NotNamedDenied => {
+                format!("Tool `{tool}` is not named in the policy, whose default is deny: denied.")
+            }
             Summary::Allowed => {
                 let count = |o: Outcome| d.reasons.iter().filter(|r| r.outcome == o).count();
                 let checked = d.reasons.len() - count(Outcome::Absent);

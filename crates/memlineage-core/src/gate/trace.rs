@@ -9,6 +9,7 @@
 //! ([`Carry::Look`]) are found on demand ([`look_carriers`]): they can only make it fail.
 
 use super::param_type::{Carry, ParamType, ParamValue};
+use super::prepared::AmountKeys;
 use super::{ContextEntry, PreparedContext, Via};
 use crate::hash::EntryId;
 use crate::label::Weight;
@@ -85,12 +86,16 @@ pub(crate) fn trace<'a>(
     scratch: &mut String,
     mut justifying: Vec<&'a ContextEntry>,
 ) -> Traced<'a> {
+    let keys = match a.prepared {
+        Some(_) => AmountKeys::of(a.value),
+        None => AmountKeys::default(),
+    };
     let carries = |pos: Option<usize>, e: &ContextEntry, scratch: &mut String| {
         let Some(c) = e.content.as_deref() else {
             return false;
         };
         if let (Some(i), Some(p)) = (pos, a.prepared)
-            && let Some(hit) = p.carries(i, a.kind, a.value, c, scratch)
+            && let Some(hit) = p.carries(i, a.kind, a.value, &keys, c, scratch)
         {
             return hit;
         }
@@ -177,8 +182,7 @@ pub(crate) fn look_carriers<'a>(
 ) -> Vec<&'a ContextEntry> {
     let mut out = Vec::new();
     for (pos, e) in a.entries.positioned() {
-        if exact.iter().any(|x| x.id == e.id) || out.iter().any(|x: &&ContextEntry| x.id == e.id)
-        {
+        if exact.iter().any(|x| x.id == e.id) || out.iter().any(|x: &&ContextEntry| x.id == e.id) {
             continue;
         }
         let looks = match e.content.as_deref() {

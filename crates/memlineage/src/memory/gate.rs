@@ -213,10 +213,12 @@ impl<S: Store> Memory<S> {
                 // A control record (or an entry retrieval does not return at all): its
                 // content is not something the gate can read as data.
                 let (writer, kind) = match self.store.entry_by_id(&id)? {
-                    Some(stored) => match memlineage_core::entry::SignedEntry::from_leaf(&stored.leaf) {
-                        Ok(e) => (e.body().writer.clone(), e.body().kind),
-                        Err(_) => (String::new(), EntryKind::Observation),
-                    },
+                    Some(stored) => {
+                        match memlineage_core::entry::SignedEntry::from_leaf(&stored.leaf) {
+                            Ok(e) => (e.body().writer.clone(), e.body().kind),
+                            Err(_) => (String::new(), EntryKind::Observation),
+                        }
+                    }
                     None => return Err(Error::NotFound(id)),
                 };
                 let mut e = ContextEntry {

@@ -32,8 +32,17 @@ pub(crate) struct ValueIndex {
     emails: Vec<String>,
     urls: Vec<String>,
     folded: String,
+    /// The byte pairs of `folded`, hashed into 512 bits: a folded value with a pair the text
+    /// lacks is not in it, and most are rejected so without searching the text.
+    pairs: [u64; 8],
     /// Bit `10 a + b` is set when the digits `a` and `b` stand next to each other.
     digit_pairs: u128,
+}
+
+/// Where the byte pair `a b` goes in [`ValueIndex::pairs`] (0..512).
+#[inline]
+fn pair_hash(a: u8, b: u8) -> usize {
+    (usize::from(a) * 37 + usize::from(b)) & 511
 }
 
 /// The bit of the digit pair `a b`, `None` unless both are ASCII digits.
@@ -99,6 +108,10 @@ impl ValueIndex {
         email::extract(text, &mut ix.emails);
         url::extract(text, &mut ix.urls);
         text::fold_into(text, &mut ix.folded);
+        for w in ix.folded.as_bytes().windows(2) {
+            let h = pair_hash(w[0], w[1]);
+            ix.pairs[h >> 6] |= 1 << (h & 63);
+        }
         if let std::borrow::Cow::Owned(r) = read {
             ix.reading = Some(r);
         }
@@ -122,7 +135,16 @@ impl ValueIndex {
 
     /// Whether some reading of `pv` occurs in the indexed text; `None` when the index cannot
     /// tell (a regex token, or an IBAN whose check digits the text has) and the caller must scan.
-    pub(crate) fn any_occurs(&self, kind: &ParamType, pv: &ParamValue) -> Option<bool> {
+    /// `amounts` are the canonical forms of `pv`'s amounts, computed once for every entry.
+    pub(crate) fn any_occurs(
+        &self,
+        kind: &ParamType,
+        pv: &ParamValue,
+        amounts: &[(bool, u128, u32)],
+    ) -> Option<bool> {
+        if let ParamType::Amount = kind {
+            return Some(amounts.iter().any(|a| self.amounts.contains(a)));
+        }
         match kind {
             ParamType::Regex(_) => None,
             ParamType::Iban => {
@@ -157,7 +179,12 @@ impl ValueIndex {
             (ParamType::Email, NormValue::Email(s)) => self.emails.iter().any(|e| e == s),
             (ParamType::Url, NormValue::Url(s)) => self.urls.iter().any(|u| u == s),
             (ParamType::FreeText, NormValue::Text(s)) => {
-                !s.is_empty() && self.folded.contains(s.as_str())
+                !s.is_empty()
+                    && s.as_bytes().windows(2).all(|w| {
+                        let h = pair_hash(w[0], w[1]);
+                        self.pairs[h >> 6] & (1 << (h & 63)) != 0
+                    })
+                    && self.folded.contains(s.as_str())
             }
             _ => false,
         }

@@ -76,7 +76,8 @@ fn for_each_bare(
     let mut i = from;
     while i < to {
         // A host name starts at a letter or digit not glued to a host, path or address.
-        let glued = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b"@./:-_%~+#".contains(&b[i - 1]));
+        let glued =
+            i > 0 && (b[i - 1].is_ascii_alphanumeric() || b"@./:-_%~+#".contains(&b[i - 1]));
         if !b[i].is_ascii_alphanumeric() || glued {
             i += 1;
             continue;
@@ -216,7 +217,11 @@ pub(crate) fn normalise(u: &str) -> Option<String> {
     }
     let scheme = scheme.to_ascii_lowercase();
     // Web URLs are written with `https` (see the module documentation).
-    let shown_scheme = if scheme == "http" { "https" } else { scheme.as_str() };
+    let shown_scheme = if scheme == "http" {
+        "https"
+    } else {
+        scheme.as_str()
+    };
     let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(auth_end);
     let (userinfo, hostport) = match authority.rsplit_once('@') {
@@ -389,11 +394,21 @@ mod tests {
         for (a, b) in [
             ("www.Example.com/page", "https://www.example.com/page"),
             ("example.com", "https://example.com"),
-            ("example.co.uk:8443/a/?q=1", "https://example.co.uk:8443/a?q=1"),
+            (
+                "example.co.uk:8443/a/?q=1",
+                "https://example.co.uk:8443/a?q=1",
+            ),
         ] {
             assert_eq!(normalise_param(a).as_deref(), Some(b), "{a}");
         }
-        for bad in ["example", "example.c", "exa mple.com", "1.5", "-x.com", "x.123"] {
+        for bad in [
+            "example",
+            "example.c",
+            "exa mple.com",
+            "1.5",
+            "-x.com",
+            "x.123",
+        ] {
             assert_eq!(normalise_param(bad), None, "{bad}");
         }
         let mut v = Vec::new();
