@@ -178,14 +178,20 @@ pub fn digit_reading(text: &str) -> Cow<'_, str> {
             continue;
         }
         let start = i;
+        if start > 0 && b[start - 1].is_ascii_alphabetic() {
+            // The end of a word (`to`, `Hello`): not a number.
+            while i < b.len() && part(b[i]) {
+                i += 1;
+            }
+            continue;
+        }
         // A single space inside a number groups its digits (`l OOO OOO`).
         while i < b.len()
             && (part(b[i]) || (b[i] == b' ' && i + 1 < b.len() && part(b[i + 1]) && part(b[i - 1])))
         {
             i += 1;
         }
-        let glued = (start > 0 && b[start - 1].is_ascii_alphabetic())
-            || (i < b.len() && b[i].is_ascii_alphabetic());
+        let glued = i < b.len() && b[i].is_ascii_alphabetic();
         let token = &b[start..i];
         let has_digit = token.iter().any(u8::is_ascii_digit);
         let letters = token.iter().filter(|&&c| spelt(c)).count();
@@ -332,5 +338,6 @@ mod tests {
             "on 2024-05-01, 1.500,00"
         );
         assert_eq!(digit_reading("July: I paid lots"), "July: I paid lots");
+        assert_eq!(digit_reading("Pay to 10 0OO.0 now"), "Pay to 10 000.0 now");
     }
 }
