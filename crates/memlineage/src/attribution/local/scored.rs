@@ -29,9 +29,9 @@
 //!
 //! Measured on the labelled set, the scores carry no signal (real and other edges both
 //! average ≈ 0.74; `docs/attribution.md`): the scored judge shows that the model cannot
-//! judge, not only that it cannot follow the reply format. It is therefore not the default
-//! local judge ([`super::LocalJudge::new`] generates and fails closed); use it with a larger
-//! local model, or to re-measure.
+//! judge, not only that it cannot follow the reply format. The default local judge reads the
+//! same expected values with every parent in one request ([`super::constrained`]); this one
+//! is kept to compare, and for a larger local model.
 
 use crate::attribution::AttributionError;
 use crate::attribution::judge::envelope;
