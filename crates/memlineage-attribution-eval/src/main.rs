@@ -175,14 +175,15 @@ mod local {
 /// (record or fill) or only replays.
 fn judge_backend(args: &Args, spec: &JudgeSpec) -> Result<(ReplayJudge, bool), EvalError> {
     let path = args.replay_dir.join(spec.file);
-    let replay = |path: &Path| {
-        ReplayJudge::replay_file(path).map(|j| (j, false)).map_err(|e| {
+    let replay =
+        |path: &Path| {
+            ReplayJudge::replay_file(path).map(|j| (j, false)).map_err(|e| {
             EvalError::Run(format!(
                 "{e} (record the replies: cargo run --release -p memlineage-attribution-eval \
                  --features models,openai -- --judge record; docs/attribution.md)"
             ))
         })
-    };
+        };
     if args.judge == ReplayMode::Replay {
         return replay(&path);
     }
@@ -241,8 +242,7 @@ fn local_backend(kind: JudgeKind, path: &Path, mode: ReplayMode) -> Result<Repla
 #[cfg(not(feature = "models"))]
 fn local_backend(_: JudgeKind, _: &Path, _: ReplayMode) -> Result<ReplayJudge, EvalError> {
     Err(EvalError::Run(
-        "recording the local judges' replies needs the model: build with --features models"
-            .into(),
+        "recording the local judges' replies needs the model: build with --features models".into(),
     ))
 }
 

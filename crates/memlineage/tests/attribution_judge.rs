@@ -1,12 +1,11 @@
 //! LmSelfEval hardening: hostile parent texts stay data, malformed replies fail closed,
 //! record/replay is exact. No model and no network: the judges here are scripted.
 
+use memlineage::attribution::judge::JudgeReply;
 use memlineage::attribution::judge::envelope::{self, SYSTEM_PROMPT};
 use memlineage::attribution::judge::replay::{ReplayJudge, ReplayMode, replay_key};
 use memlineage::attribution::{
     Attribution, AttributionError, Attributor, Coarse, JudgeBackend, LmSelfEval, ParentText,
-};
-use memlineage::attribution::judge::{JudgeReply
 };
 use memlineage_core::label::Weight;
 use memlineage_core::{EntryId, Hash256};
@@ -486,21 +485,29 @@ fn the_mode_that_answered_is_recorded_and_replayed() {
     assert_eq!(lm.name(), "lm-self-eval:moded@test+first-mode");
     let a = lm.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
     assert!(!a.fell_back());
-    assert_eq!(a.name.as_deref(), Some("lm-self-eval:moded@test+second-mode"));
+    assert_eq!(
+        a.name.as_deref(),
+        Some("lm-self-eval:moded@test+second-mode")
+    );
     let j = lm.judge("c", &["a", "b"]);
     assert_eq!(j.mode.as_deref(), Some("second-mode"));
 
     // A backend without modes names none, before or after.
     let plain = LmSelfEval::new(Scripted::new(honest));
     assert_eq!(plain.name(), "lm-self-eval:scripted@test");
-    assert_eq!(plain.attribute_detailed("c", &parents(&["a"])).unwrap().name, None);
+    assert_eq!(
+        plain
+            .attribute_detailed("c", &parents(&["a"]))
+            .unwrap()
+            .name,
+        None
+    );
 
     // Recorded with its mode; replayed without the backend, the same name comes back.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("moded.jsonl");
-    let rec = LmSelfEval::new(
-        ReplayJudge::new(Moded("second-mode"), &path, ReplayMode::Record).unwrap(),
-    );
+    let rec =
+        LmSelfEval::new(ReplayJudge::new(Moded("second-mode"), &path, ReplayMode::Record).unwrap());
     let live = rec.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
     rec.backend().compact().unwrap();
     let line = std::fs::read_to_string(&path).unwrap();

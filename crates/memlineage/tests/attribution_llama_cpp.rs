@@ -31,14 +31,12 @@ fn judge() -> LmSelfEval<OpenAiJudge> {
 #[ignore = "needs a running OpenAI-compatible server (docs/attribution.md)"]
 fn a_real_server_decodes_under_the_reply_schema() {
     let lm = judge();
-    for texts in [
-        vec![SOURCE, DISTRACTOR],
-        vec![SOURCE, HOSTILE, DISTRACTOR],
-    ] {
+    for texts in [vec![SOURCE, DISTRACTOR], vec![SOURCE, HOSTILE, DISTRACTOR]] {
         let j = lm.judge(CHILD, &texts);
-        let reply = j.reply.clone().unwrap_or_else(|| {
-            panic!("no reply from the server: {:?}", j.attribution.fell_back)
-        });
+        let reply = j
+            .reply
+            .clone()
+            .unwrap_or_else(|| panic!("no reply from the server: {:?}", j.attribution.fell_back));
         // The server took a rung with the schema: llama-cpp-python refuses `json_schema`
         // and takes the schema as `json_object`; llama-server, vLLM and OpenAI take
         // `json_schema`.
@@ -60,7 +58,10 @@ fn a_real_server_decodes_under_the_reply_schema() {
         let mut ids: Vec<&String> = req.ids.iter().collect();
         ids.sort();
         assert_eq!(keys, ids, "{reply}");
-        assert!(weights.values().all(serde_json::Value::is_number), "{reply}");
+        assert!(
+            weights.values().all(serde_json::Value::is_number),
+            "{reply}"
+        );
         // The entry would record the mode that answered.
         assert_eq!(j.attribution.name, Some(lm.name()));
         assert!(lm.name().ends_with(&format!("+{mode}")));

@@ -177,7 +177,10 @@ fn committed_replay_matches_the_live_judge() {
 #[test]
 fn constrained_judges_always_answer_with_exactly_the_envelope_ids() {
     let Some(m) = model() else { return };
-    for decoding in [JudgeDecoding::Constrained, JudgeDecoding::ConstrainedExpected] {
+    for decoding in [
+        JudgeDecoding::Constrained,
+        JudgeDecoding::ConstrainedExpected,
+    ] {
         let lm = LmSelfEval::new(LocalJudge::with_decoding(m.clone(), decoding));
         assert!(lm.name().ends_with(decoding.suffix()), "{}", lm.name());
         for texts in [
@@ -196,7 +199,9 @@ fn constrained_judges_always_answer_with_exactly_the_envelope_ids() {
             let req = lm.request(CHILD, &texts);
             let mut at = 0;
             for id in &req.ids {
-                let pos = reply[at..].find(id.as_str()).expect("each id once, in order");
+                let pos = reply[at..]
+                    .find(id.as_str())
+                    .expect("each id once, in order");
                 at += pos + id.len();
             }
             assert!(!reply.contains("p00000000"), "{reply}");

@@ -4,7 +4,7 @@
 #![cfg(feature = "openai")]
 
 use memlineage::attribution::judge::envelope::{SYSTEM_PROMPT, envelope_of};
-use memlineage::attribution::judge::openai::{OpenAiConfig, OpenAiJudge, ReplyFormat};
+use memlineage::attribution::judge::openai::{OpenAiConfig, OpenAiJudge, ReplyFormat, is_refusal};
 use memlineage::attribution::{Attributor, JudgeBackend, LmSelfEval, ParentText};
 use memlineage_core::label::Weight;
 use memlineage_core::{EntryId, Hash256};
@@ -218,7 +218,10 @@ fn request_shape_and_reply() {
     let inner = &schema["properties"]["weights"];
     assert_eq!(inner["required"], env["ids"]);
     assert_eq!(inner["additionalProperties"], false);
-    assert_eq!(inner["properties"][env["ids"][0].as_str().unwrap()]["type"], "number");
+    assert_eq!(
+        inner["properties"][env["ids"][0].as_str().unwrap()]["type"],
+        "number"
+    );
     // The ids are in envelope order in the body's bytes (grammar-based servers follow it).
     let (a, b) = (
         env["ids"][0].as_str().unwrap(),
@@ -272,7 +275,10 @@ fn a_server_that_refuses_a_reply_format_is_asked_one_rung_lower() {
     let lm = LmSelfEval::new(OpenAiJudge::new(OpenAiConfig::new(&base, "m", None)).unwrap());
     let a = lm.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
     assert!(!a.fell_back(), "{:?}", a.fell_back);
-    assert_eq!(a.weights, vec![Weight::from_bp(7500).unwrap(), Weight::ZERO]);
+    assert_eq!(
+        a.weights,
+        vec![Weight::from_bp(7500).unwrap(), Weight::ZERO]
+    );
     assert_eq!(a.name.as_deref(), Some("lm-self-eval:openai:m+json-object"));
     let rungs: Vec<&str> = (0..3)
         .map(|_| rung(&rx.recv_timeout(Duration::from_secs(10)).unwrap()))
@@ -283,7 +289,10 @@ fn a_server_that_refuses_a_reply_format_is_asked_one_rung_lower() {
     assert_eq!(lm.name(), "lm-self-eval:openai:m+json-object");
     let b = lm.attribute_detailed("c2", &parents(&["a"])).unwrap();
     assert!(!b.fell_back());
-    assert_eq!(rung(&rx.recv_timeout(Duration::from_secs(10)).unwrap()), "json-object");
+    assert_eq!(
+        rung(&rx.recv_timeout(Duration::from_secs(10)).unwrap()),
+        "json-object"
+    );
     handle.join().unwrap();
     assert!(rx.try_recv().is_err(), "no further request");
 }
@@ -291,18 +300,23 @@ fn a_server_that_refuses_a_reply_format_is_asked_one_rung_lower() {
 #[test]
 fn llama_cpp_python_takes_the_schema_as_json_object() {
     // What llama-cpp-python 0.3.36 answers to `"type": "json_schema"` (HTTP 500).
-    let (base, rx, handle) = serve(2, |seen| match rung(seen) {
+    let (base, rx, handle) = serve(2, |seen| {
+        match rung(seen) {
         "json-schema" => (
             500,
             r#"{"error":{"message":"1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}","type":"internal_server_error"}}"#.into(),
         ),
         _ => judge_reply(seen),
+    }
     });
     let lm = LmSelfEval::new(OpenAiJudge::new(OpenAiConfig::new(&base, "m", None)).unwrap());
     let a = lm.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
     handle.join().unwrap();
     assert!(!a.fell_back());
-    assert_eq!(a.name.as_deref(), Some("lm-self-eval:openai:m+json-object-schema"));
+    assert_eq!(
+        a.name.as_deref(),
+        Some("lm-self-eval:openai:m+json-object-schema")
+    );
     let _refused = rx.recv().unwrap();
     let seen = rx.recv().unwrap();
     let body: serde_json::Value = serde_json::from_str(&seen.body).unwrap();
@@ -342,8 +356,7 @@ fn other_failures_and_rejected_replies_are_not_retried() {
         (200, completion("{\"weights\": {\"p00000000\": 0}}")),
     ] {
         let (base, rx, handle) = serve(2, move |_| (status, body.clone()));
-        let lm =
-            LmSelfEval::new(OpenAiJudge::new(OpenAiConfig::new(&base, "m", None)).unwrap());
+        let lm = LmSelfEval::new(OpenAiJudge::new(OpenAiConfig::new(&base, "m", None)).unwrap());
         let a = lm.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
         // A probe takes the server's second slot, so it stops now; had the judge retried,
         // the retry would have taken it.
@@ -371,12 +384,18 @@ fn prompt_mode_sends_no_response_format_and_non_envelopes_get_no_schema() {
     assert_eq!(backend.mode().as_deref(), Some("prompt"));
     let r = backend.complete_detailed("s", "u").unwrap();
     assert_eq!(r.mode.as_deref(), Some("prompt"));
-    assert_eq!(rung(&rx.recv_timeout(Duration::from_secs(10)).unwrap()), "prompt");
+    assert_eq!(
+        rung(&rx.recv_timeout(Duration::from_secs(10)).unwrap()),
+        "prompt"
+    );
     // A user message that is not one of our envelopes has no ids, so no schema to send.
     let backend = OpenAiJudge::new(OpenAiConfig::new(&base, "m", None)).unwrap();
     let r = backend.complete_detailed("s", "not an envelope").unwrap();
     assert_eq!(r.mode.as_deref(), Some("json-object"));
-    assert_eq!(rung(&rx.recv_timeout(Duration::from_secs(10)).unwrap()), "json-object");
+    assert_eq!(
+        rung(&rx.recv_timeout(Duration::from_secs(10)).unwrap()),
+        "json-object"
+    );
     handle.join().unwrap();
 }
 
@@ -462,5 +481,30 @@ fn config_is_checked_and_deserialises() {
     }
     assert!("json".parse::<ReplyFormat>().is_err());
     assert_eq!(ReplyFormat::Prompt.next(), None);
-    assert_eq!(ReplyFormat::JsonSchema.next(), Some(ReplyFormat::JsonObjectSchema));
+    assert_eq!(
+        ReplyFormat::JsonSchema.next(),
+        Some(ReplyFormat::JsonObjectSchema)
+    );
+}
+
+#[test]
+fn what_counts_as_a_refusal() {
+    for status in [400, 422, 501] {
+        assert!(is_refusal(status, ""), "{status}");
+    }
+    // llama-cpp-python's 500 names the field; a plain 500 does not.
+    assert!(is_refusal(
+        500,
+        "{'loc': ('body', 'response_format', 'type')}"
+    ));
+    assert!(!is_refusal(500, "{\"error\": \"overloaded\"}"));
+    assert!(!is_refusal(503, "try later"));
+    // Authentication, URL, timeout and rate-limit errors are never walked down the ladder.
+    for status in [401, 403, 404, 408, 429] {
+        assert!(
+            !is_refusal(status, "response_format json_schema"),
+            "{status}"
+        );
+    }
+    assert!(!is_refusal(200, "response_format"));
 }

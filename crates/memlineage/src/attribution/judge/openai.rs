@@ -177,9 +177,14 @@ pub const ENV_REPLY_FORMAT: &str = "MEMLINEAGE_JUDGE_REPLY_FORMAT";
 pub const REFUSAL_STATUSES: [u16; 3] = [400, 422, 501];
 
 /// Whether an error response refuses the request's `response_format`: a
-/// [`REFUSAL_STATUSES`] status, or any error whose body names the field (llama-cpp-python
-/// 0.3 answers an unknown `response_format.type` with HTTP 500 and its validation error).
+/// [`REFUSAL_STATUSES`] status, or any other error whose body names the field
+/// (llama-cpp-python 0.3 answers an unknown `response_format.type` with HTTP 500 and its
+/// validation error) — except the statuses that say something else is wrong (authentication,
+/// a wrong URL, a timeout, a rate limit), which no other rung would fix.
 pub fn is_refusal(status: u16, body: &str) -> bool {
+    if matches!(status, 401 | 403 | 404 | 408 | 429) {
+        return false;
+    }
     REFUSAL_STATUSES.contains(&status)
         || status >= 400 && (body.contains("response_format") || body.contains("json_schema"))
 }
@@ -450,7 +455,8 @@ impl JudgeBackend for OpenAiJudge {
                 Ok(text) => {
                     if !refusals.is_empty() {
                         // `fetch_max`: a concurrent call that went lower stays lower.
-                        self.start.fetch_max(format.index() as u8, Ordering::Relaxed);
+                        self.start
+                            .fetch_max(format.index() as u8, Ordering::Relaxed);
                     }
                     return Ok(JudgeReply {
                         text,

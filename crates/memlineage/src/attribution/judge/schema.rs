@@ -121,7 +121,13 @@ mod tests {
     fn no_ids_is_an_empty_weights_object() {
         let text = ReplySchema::new(&[]).to_json();
         let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-        assert_eq!(v["properties"]["weights"]["properties"], serde_json::json!({}));
-        assert_eq!(v["properties"]["weights"]["required"], serde_json::json!([]));
+        assert_eq!(
+            v["properties"]["weights"]["properties"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            v["properties"]["weights"]["required"],
+            serde_json::json!([])
+        );
     }
 }

@@ -338,7 +338,10 @@ mod tests {
             NumberState::Fraction(FRACTION_DIGITS).after(Step::Digit(1)),
             None
         );
-        assert_eq!(NumberState::Fraction(FRACTION_DIGITS).allowed(), vec![Step::End]);
+        assert_eq!(
+            NumberState::Fraction(FRACTION_DIGITS).allowed(),
+            vec![Step::End]
+        );
     }
 
     #[test]

@@ -33,11 +33,10 @@
 //! same expected values with every parent in one request ([`super::constrained`]); this one
 //! is kept to compare, and for a larger local model.
 
+use super::model_err;
 use crate::attribution::AttributionError;
 use crate::attribution::judge::envelope;
-use super::model_err;
 use memlineage_models::{LocalModel, Prefix};
-
 
 /// Below this total probability on `0` and `1` the model is not answering with a number at
 /// all, and the score is refused (LmSelfEval then falls back to coarse weights).
