@@ -1,0 +1,209 @@
+//! The exception hierarchy of the `memlineage` package, and the one place where a Rust error
+//! becomes a Python exception.
+//!
+//! Every exception is a subclass of `memlineage.Error`, and its message is the one the CLI
+//! prints after `error: ` for the same failure (`docs/cli.md`, "Conventions"), so a message
+//! found in a log can be looked up in either. The class says what kind of failure it was, in
+//! the terms of the CLI's exit codes: refused or failed (exit 1: [`RefusedError`],
+//! [`IntegrityError`], [`NotFoundError`], [`StoreError`]) or bad input (exit 2: [`InputError`]
+//! and its [`PolicyError`] and [`GateError`]).
+
+use pyo3::PyErr;
+use pyo3::exceptions::PyException;
+
+pyo3::create_exception!(
+    memlineage,
+    Error,
+    PyException,
+    "Base class of every error the memlineage package raises."
+);
+pyo3::create_exception!(
+    memlineage,
+    InputError,
+    Error,
+    "Bad input the caller can fix: a malformed id, weight, scope, name, kind, tool call or \
+     empty content (the CLI's exit code 2)."
+);
+pyo3::create_exception!(
+    memlineage,
+    PolicyError,
+    InputError,
+    "A gate policy that cannot be used (TOML syntax, unknown key, type, label or mode); the \
+     message names the line and column."
+);
+pyo3::create_exception!(
+    memlineage,
+    GateError,
+    InputError,
+    "The gate could not judge a tool call (a malformed call, a citation outside the context, a \
+     parameter value that is not of its type): the call must not be dispatched."
+);
+pyo3::create_exception!(
+    memlineage,
+    RefusedError,
+    Error,
+    "The store refused the operation: an unregistered, revoked or key-less principal, a \
+     rotated key, a label rule laxer than the store's, an existing principal or store."
+);
+pyo3::create_exception!(
+    memlineage,
+    IntegrityError,
+    Error,
+    "Stored data failed verification (tampering or corruption): a signature, a proof, a \
+     label, a checkpoint. Never trust the entry; run `memlineage verify`."
+);
+pyo3::create_exception!(
+    memlineage,
+    NotFoundError,
+    Error,
+    "No entry (or parent) with this id is in the log."
+);
+pyo3::create_exception!(
+    memlineage,
+    StoreError,
+    Error,
+    "The store could not be used: a missing or uninitialised store, a file or SQLite error."
+);
+pyo3::create_exception!(
+    memlineage,
+    ConflictError,
+    StoreError,
+    "A concurrent change (a distrust record committed meanwhile) made the write stale; nothing \
+     was written: write it again."
+);
+pyo3::create_exception!(
+    memlineage,
+    ClosedError,
+    Error,
+    "The Memory was closed; open the store again."
+);
+pyo3::create_exception!(
+    memlineage,
+    InternalError,
+    Error,
+    "A bug in memlineage (a Rust panic, caught before it reached Python). Nothing was left \
+     half-written; please report it with the message."
+);
+
+/// A failure of a native call, classified; [`From<Fail> for PyErr`] raises it.
+#[derive(Debug)]
+pub enum Fail {
+    /// An error of the memory handle, classified by [`classify`].
+    Mem(memlineage::Error),
+    /// Bad input found by the binding itself.
+    Input(String),
+    /// A policy that cannot be used.
+    Policy(String),
+    /// A refused operation found by the binding itself.
+    Refused(String),
+    /// Failed verification found by the binding itself.
+    Integrity(String),
+    /// A store that cannot be opened or created.
+    Store(String),
+    /// The handle was closed.
+    Closed,
+    /// A Rust panic, caught.
+    Panic(String),
+}
+
+impl From<memlineage::Error> for Fail {
+    fn from(e: memlineage::Error) -> Fail {
+        Fail::Mem(e)
+    }
+}
+
+/// What kind of failure an error of the handle is: the exception class it raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Input,
+    Gate,
+    Refused,
+    Integrity,
+    NotFound,
+    Store,
+    Conflict,
+}
+
+/// The classification of an error of the handle. Today's `memlineage::Error` carries some
+/// refusals as `Invalid(String)`; those are told apart by the message the write path gives
+/// them (all of them are listed in `write.rs` and `control.rs`).
+fn classify(e: &memlineage::Error) -> Kind {
+    use memlineage::Error as E;
+    match e {
+        E::Registry(_) | E::NoKey(_) => Kind::Refused,
+        E::Core(_) | E::Entry(_) | E::Merkle(_) | E::Checkpoint(_) | E::Integrity(_) => {
+            Kind::Integrity
+        }
+        E::Sqlite(_) | E::Io { .. } | E::Store(_) => Kind::Store,
+        E::NotFound(_) | E::UnknownParent(_) => Kind::NotFound,
+        E::StaleLabel { .. } => Kind::Conflict,
+        E::Gate(_) => Kind::Gate,
+        E::Invalid(m) if is_refusal(m) => Kind::Refused,
+        _ => Kind::Input,
+    }
+}
+
+/// The refusals the handle reports as `Error::Invalid` (by the words it uses for them).
+fn is_refusal(message: &str) -> bool {
+    message.starts_with("refused")
+        || message.contains("is not registered")
+        || message.contains("is not its current registered key")
+        || message.contains("only trusted principals may write")
+}
+
+/// The message the CLI prints for this error (after `error: `).
+fn message(e: &memlineage::Error) -> String {
+    match e {
+        // `memlineage gate` says the call cannot be judged (commands/gate.rs).
+        memlineage::Error::Gate(g) => format!("cannot judge the call: {g}"),
+        other => other.to_string(),
+    }
+}
+
+impl From<Fail> for PyErr {
+    fn from(f: Fail) -> PyErr {
+        match f {
+            Fail::Mem(e) => {
+                let m = message(&e);
+                match classify(&e) {
+                    Kind::Input => InputError::new_err(m),
+                    Kind::Gate => GateError::new_err(m),
+                    Kind::Refused => RefusedError::new_err(m),
+                    Kind::Integrity => IntegrityError::new_err(m),
+                    Kind::NotFound => NotFoundError::new_err(m),
+                    Kind::Store => StoreError::new_err(m),
+                    Kind::Conflict => ConflictError::new_err(m),
+                }
+            }
+            Fail::Input(m) => InputError::new_err(m),
+            Fail::Policy(m) => PolicyError::new_err(m),
+            Fail::Refused(m) => RefusedError::new_err(m),
+            Fail::Integrity(m) => IntegrityError::new_err(m),
+            Fail::Store(m) => StoreError::new_err(m),
+            Fail::Closed => ClosedError::new_err(
+                "this Memory is closed (open the store again with Memory.open)",
+            ),
+            Fail::Panic(m) => InternalError::new_err(format!(
+                "internal error (a bug in memlineage, please report it): {m}"
+            )),
+        }
+    }
+}
+
+/// Registers the exception classes on the module.
+pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+    use pyo3::prelude::*;
+    let py = m.py();
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
+    m.add("PolicyError", py.get_type::<PolicyError>())?;
+    m.add("GateError", py.get_type::<GateError>())?;
+    m.add("RefusedError", py.get_type::<RefusedError>())?;
+    m.add("IntegrityError", py.get_type::<IntegrityError>())?;
+    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("ConflictError", py.get_type::<ConflictError>())?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    Ok(())
+}
