@@ -83,10 +83,12 @@ impl WriteArgs {
     pub(crate) fn request(
         self,
         mem: &Mem,
+        keys_dir: Option<&std::path::Path>,
         tau: Option<Weight>,
         fallback: Option<Fallback>,
     ) -> Result<WriteRequest, Fail> {
         let writer = parse::name(&self.writer)?;
+        let class = principals::check_writer(mem, keys_dir, &writer)?;
         let mut parents = Vec::with_capacity(self.parents.len());
         let mut weighed = false;
         for (id, w) in &self.parents {
@@ -99,10 +101,8 @@ impl WriteArgs {
         let kind = match &self.kind {
             Some(k) => parse::content_kind(k)?,
             None if !parents.is_empty() => EntryKind::Derived,
-            None => match mem.registry()?.get(&writer).map(|p| p.class) {
-                Some(TrustClass::External) => EntryKind::ToolOutput,
-                _ => EntryKind::Observation,
-            },
+            None if class == TrustClass::External => EntryKind::ToolOutput,
+            None => EntryKind::Observation,
         };
         let mut req = WriteRequest::new(&writer, kind, self.content)
             .with_scope(parse::scope(&self.scope)?)
@@ -235,8 +235,9 @@ impl Handle {
             };
             let mem = self.mem()?;
             let (tau, fallback) = (self.tau, self.fallback);
+            let keys = self.location.keys_dir();
             let view = detached(py, || {
-                let w = mem.write(args.request(&mem, tau, fallback)?)?;
+                let w = mem.write(args.request(&mem, keys, tau, fallback)?)?;
                 Ok(mem.get(&w.id)?)
             })?;
             convert::entry(py, &view)
@@ -276,10 +277,11 @@ impl Handle {
             }
             let mem = self.mem()?;
             let (tau, fallback) = (self.tau, self.fallback);
+            let keys = self.location.keys_dir();
             let views = detached(py, || {
                 let reqs = args
                     .into_iter()
-                    .map(|a| a.request(&mem, tau, fallback))
+                    .map(|a| a.request(&mem, keys, tau, fallback))
                     .collect::<Result<Vec<_>, Fail>>()?;
                 let written = mem.write_batch(reqs)?;
                 written
@@ -411,11 +413,13 @@ impl Handle {
             let target = parse::id(id)?;
             let writer = writer.as_deref().map(parse::name).transpose()?;
             let mem = self.mem()?;
+            let keys = self.location.keys_dir();
             let view = detached(py, || {
                 let writer = match writer {
                     Some(w) => w,
                     None => mem.operator()?,
                 };
+                principals::check_writer(&mem, keys, &writer)?;
                 let w = mem.forget(&writer, &target, erase, &reason)?;
                 Ok(mem.get(&w.id)?)
             })?;
@@ -447,6 +451,7 @@ impl Handle {
             };
             let writer = writer.as_deref().map(parse::name).transpose()?;
             let mem = self.mem()?;
+            let keys = self.location.keys_dir();
             let view = detached(py, || {
                 if let DistrustTarget::Principal(p) = &target
                     && mem.registry()?.get(p).is_none()
@@ -459,6 +464,7 @@ impl Handle {
                     Some(w) => w,
                     None => mem.operator()?,
                 };
+                principals::check_writer(&mem, keys, &writer)?;
                 let w = mem.distrust(&writer, target, &reason)?;
                 Ok(mem.get(&w.id)?)
             })?;

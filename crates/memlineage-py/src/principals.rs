@@ -124,3 +124,43 @@ pub fn revoke(mem: &Mem, name: &str, reason: &str) -> Result<Written, Fail> {
     live(mem, name)?;
     Ok(mem.revoke_principal(name, reason)?)
 }
+
+/// Checks that `name` may sign now, with the messages `memlineage write` gives (a writer that
+/// is not registered, revoked, without its key here, or holding a retired key).
+pub fn check_writer(mem: &Mem, keys_dir: Option<&Path>, name: &str) -> Result<TrustClass, Fail> {
+    let registry = mem.registry()?;
+    let Some(p) = registry.get(name) else {
+        return Err(Fail::Refused(format!(
+            "principal `{name}` is not registered: add it with `memlineage principal add {name} \
+             --class trusted|external` (see `memlineage principal list`)"
+        )));
+    };
+    if let Some(at) = p.revoked_at {
+        let reason = match p.revoke_reason.as_deref() {
+            Some(r) if !r.is_empty() => format!(" (reason: {r})"),
+            _ => String::new(),
+        };
+        return Err(Fail::Refused(format!(
+            "refused: principal `{name}` was revoked at log index {at}{reason}; entries it signs \
+             are no longer accepted"
+        )));
+    }
+    let file = keys_dir.map_or_else(
+        || format!("a key for `{name}` in this process (the store is in RAM)"),
+        |d| key_path(d, name).display().to_string(),
+    );
+    let (_, key_id) = mem.keys().get_with_id(name).map_err(|_| {
+        Fail::Refused(format!(
+            "no secret key for `{name}`: expected {file} (is this the right store?)"
+        ))
+    })?;
+    if p.current_key().map(|k| k.key_id) != Some(key_id) {
+        return Err(Fail::Refused(format!(
+            "refused: {file} is not the current key of `{name}` (it was rotated; the current key \
+             id is {})",
+            p.current_key()
+                .map_or_else(String::new, |k| k.key_id.to_hex())
+        )));
+    }
+    Ok(p.class)
+}

@@ -105,7 +105,8 @@ class Principals:
     def add(self, name: str, trust: TrustClass | str) -> PrincipalChange:
         """Registers ``name`` (1–64 characters of ``a-z 0-9 . _ -``, never reused) as
         ``trusted`` or ``external``, with a fresh key."""
-        key_id, key_file, record, index = self._h.add_principal(name, TrustClass(trust).value)
+        cls = trust.value if isinstance(trust, TrustClass) else str(trust)
+        key_id, key_file, record, index = self._h.add_principal(name, cls)
         return PrincipalChange(name, record, index, key_id, key_file)
 
     def rotate(self, name: str) -> PrincipalChange:

@@ -63,6 +63,7 @@ class Session:
         self._blocks: list[str] = []
         self._seen: set[str] = set()
         self._calls: dict[str, str] = {}
+        self._results: set[str] = set()
         self._observed = 0
         self._check_principals()
 
@@ -175,6 +176,10 @@ class Session:
         meta = {"tool": tool} | ({"call_id": call_id} if call_id else {})
         parts = self.trust.parts(tool, result)
         with self._lock:
+            if call_id is not None:
+                if call_id in self._results:
+                    return []
+                self._results.add(call_id)
             return self._record(
                 [
                     (
@@ -282,6 +287,9 @@ class Session:
             return out
 
     def _observe_one(self, m: Mapping[str, Any]) -> list[Entry]:
+        kind = m.get("type")
+        if kind not in (None, "message"):
+            return self._observe_item(str(kind), m)
         role = m.get("role")
         content = m.get("content")
         if role in ("system", "developer"):
@@ -318,6 +326,24 @@ class Session:
                 out.append(self.user(t))
             return out
         raise InputError(f"cannot observe a message with role {role!r}")
+
+    def _observe_item(self, kind: str, m: Mapping[str, Any]) -> list[Entry]:
+        """A Responses API item (the OpenAI Agents SDK's turn input): calls the model made are
+        noted (to attribute their outputs), outputs are recorded; an output of a kind this
+        session does not know is recorded as external (what nobody vouched for is untrusted)."""
+        call_id = m.get("call_id")
+        if kind == "function_call":
+            if isinstance(call_id, str) and isinstance(m.get("name"), str):
+                self._calls[call_id] = m["name"]
+            return []
+        if kind == "reasoning" or kind.endswith("_call"):
+            return []
+        if kind == "function_call_output":
+            cid = call_id if isinstance(call_id, str) else None
+            tool = self._calls.get(cid, "") if cid else ""
+            return self.tool_result(tool, _text_of(m.get("output")), call_id=cid)
+        return self.tool_result(kind, dict(m),
+                                call_id=call_id if isinstance(call_id, str) else None)
 
 
 _CLOSE = "</memory>\n"
