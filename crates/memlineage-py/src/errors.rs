@@ -5,8 +5,9 @@
 //! prints after `error: ` for the same failure (`docs/cli.md`, "Conventions"), so a message
 //! found in a log can be looked up in either. The class says what kind of failure it was, in
 //! the terms of the CLI's exit codes: refused or failed (exit 1: [`RefusedError`],
-//! [`IntegrityError`], [`NotFoundError`], [`StoreError`]) or bad input (exit 2: [`InputError`]
-//! and its [`PolicyError`] and [`GateError`]).
+//! [`IntegrityError`], [`NotFoundError`], [`ConflictError`], [`StorageError`] and its
+//! [`UnavailableError`]) or bad input (exit 2: [`InputError`] and its [`PolicyError`] and
+//! [`GateError`]). The classes are those of `memlineage::ErrorKind` (`docs/errors.md`).
 
 use pyo3::PyErr;
 use pyo3::exceptions::PyException;
@@ -60,14 +61,21 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     memlineage,
-    StoreError,
+    StorageError,
     Error,
     "The store could not be used: a missing or uninitialised store, a file or SQLite error."
 );
 pyo3::create_exception!(
     memlineage,
+    UnavailableError,
+    StorageError,
+    "The store cannot be reached, or this build cannot open it (a backend that was not built \
+     in): retry later or rebuild."
+);
+pyo3::create_exception!(
+    memlineage,
     ConflictError,
-    StoreError,
+    Error,
     "A concurrent change (a distrust record committed meanwhile) made the write stale; nothing \
      was written: write it again."
 );
@@ -100,6 +108,8 @@ pub enum Fail {
     Integrity(String),
     /// A store that cannot be opened or created.
     Store(String),
+    /// A store this build cannot open.
+    Unavailable(String),
     /// The handle was closed.
     Closed,
     /// A Rust panic, caught.
@@ -171,7 +181,7 @@ impl From<Fail> for PyErr {
                     Kind::Refused => RefusedError::new_err(m),
                     Kind::Integrity => IntegrityError::new_err(m),
                     Kind::NotFound => NotFoundError::new_err(m),
-                    Kind::Store => StoreError::new_err(m),
+                    Kind::Store => StorageError::new_err(m),
                     Kind::Conflict => ConflictError::new_err(m),
                 }
             }
@@ -179,7 +189,8 @@ impl From<Fail> for PyErr {
             Fail::Policy(m) => PolicyError::new_err(m),
             Fail::Refused(m) => RefusedError::new_err(m),
             Fail::Integrity(m) => IntegrityError::new_err(m),
-            Fail::Store(m) => StoreError::new_err(m),
+            Fail::Store(m) => StorageError::new_err(m),
+            Fail::Unavailable(m) => UnavailableError::new_err(m),
             Fail::Closed => ClosedError::new_err(
                 "this Memory is closed (open the store again with Memory.open)",
             ),
@@ -201,7 +212,8 @@ pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()
     m.add("RefusedError", py.get_type::<RefusedError>())?;
     m.add("IntegrityError", py.get_type::<IntegrityError>())?;
     m.add("NotFoundError", py.get_type::<NotFoundError>())?;
-    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("StorageError", py.get_type::<StorageError>())?;
+    m.add("UnavailableError", py.get_type::<UnavailableError>())?;
     m.add("ConflictError", py.get_type::<ConflictError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;

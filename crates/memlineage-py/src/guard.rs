@@ -38,3 +38,25 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "a panic with no message".to_string()
     }
 }
+
+/// Runs a write again when the store refused it because an identical entry (same writer,
+/// content and millisecond: the same id) was appended first by another thread or process.
+/// Two calls are two events, so the second is signed again one millisecond later and gets its
+/// own entry. (The handle itself reports the collision as a store error today.)
+pub fn distinct<T>(mut f: impl FnMut() -> Result<T, Fail>) -> Result<T, Fail> {
+    let mut tries = 0;
+    loop {
+        match f() {
+            Err(Fail::Mem(e)) if tries < 5 && same_id_appended(&e) => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn same_id_appended(e: &memlineage::Error) -> bool {
+    let m = e.to_string();
+    m.contains("UNIQUE constraint failed: entries.id") || m.contains("is already in the log")
+}

@@ -8,7 +8,7 @@
 
 use crate::convert;
 use crate::errors::Fail;
-use crate::guard::{detached, guard};
+use crate::guard::{detached, distinct, guard};
 use crate::location::Location;
 use crate::open::{Mem, open_or_create};
 use crate::parse;
@@ -87,6 +87,12 @@ impl WriteArgs {
         tau: Option<Weight>,
         fallback: Option<Fallback>,
     ) -> Result<WriteRequest, Fail> {
+        if self.content.is_empty() {
+            return Err(Fail::Input(
+                "the content is empty: an entry must hold at least one byte; nothing was written"
+                    .into(),
+            ));
+        }
         let writer = parse::name(&self.writer)?;
         let class = principals::check_writer(mem, keys_dir, &writer)?;
         let mut parents = Vec::with_capacity(self.parents.len());
@@ -237,7 +243,8 @@ impl Handle {
             let (tau, fallback) = (self.tau, self.fallback);
             let keys = self.location.keys_dir();
             let view = detached(py, || {
-                let w = mem.write(args.request(&mem, keys, tau, fallback)?)?;
+                let req = args.request(&mem, keys, tau, fallback)?;
+                let w = distinct(|| Ok(mem.write(req.clone())?))?;
                 Ok(mem.get(&w.id)?)
             })?;
             convert::entry(py, &view)
@@ -283,7 +290,7 @@ impl Handle {
                     .into_iter()
                     .map(|a| a.request(&mem, keys, tau, fallback))
                     .collect::<Result<Vec<_>, Fail>>()?;
-                let written = mem.write_batch(reqs)?;
+                let written = distinct(|| Ok(mem.write_batch(reqs.clone())?))?;
                 written
                     .iter()
                     .map(|w| Ok(mem.get(&w.id)?))
@@ -420,7 +427,7 @@ impl Handle {
                     None => mem.operator()?,
                 };
                 principals::check_writer(&mem, keys, &writer)?;
-                let w = mem.forget(&writer, &target, erase, &reason)?;
+                let w = distinct(|| Ok(mem.forget(&writer, &target, erase, &reason)?))?;
                 Ok(mem.get(&w.id)?)
             })?;
             convert::entry(py, &view)
@@ -465,7 +472,7 @@ impl Handle {
                     None => mem.operator()?,
                 };
                 principals::check_writer(&mem, keys, &writer)?;
-                let w = mem.distrust(&writer, target, &reason)?;
+                let w = distinct(|| Ok(mem.distrust(&writer, target.clone(), &reason)?))?;
                 Ok(mem.get(&w.id)?)
             })?;
             convert::entry(py, &view)
@@ -656,7 +663,7 @@ impl Handle {
             req.scope = parse::scope(&scope)?;
             let policy = Arc::clone(&policy.policy);
             let mem = self.mem()?;
-            let out = detached(py, || Ok(mem.gate(&policy, &req)?))?;
+            let out = detached(py, || distinct(|| Ok(mem.gate(&policy, &req)?)))?;
             let value = serde_json::to_value(&out.decision)
                 .map_err(|e| Fail::Store(format!("encoding the decision: {e}")))?;
             Ok((convert::json(py, &value)?, out.record.id.to_hex()))

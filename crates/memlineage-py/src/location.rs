@@ -44,7 +44,7 @@ impl Location {
             return Ok(Location::InMemory);
         }
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            return Err(Fail::Input(
+            return Err(Fail::Unavailable(
                 "a PostgreSQL location: this build of memlineage opens SQLite stores (`PATH`, \
                  `sqlite:PATH`) and `memory:`"
                     .into(),

@@ -23,7 +23,7 @@ from memlineage import (
     NotFoundError,
     Recall,
     RefusedError,
-    StoreError,
+    StorageError,
     TrustClass,
 )
 
@@ -66,7 +66,7 @@ def test_a_new_store_is_created_like_memlineage_init(store_path: Path) -> None:
 
 
 def test_open_without_create_and_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(StoreError, match="no store at"):
+    with pytest.raises(StorageError, match="no store at"):
         Memory.open(tmp_path / "none.db", create=False)
     monkeypatch.setenv("MEMLINEAGE_STORE", str(tmp_path / "env" / "store.db"))
     with Memory.open() as m:

@@ -44,7 +44,8 @@ from .errors import (
     NotFoundError,
     PolicyError,
     RefusedError,
-    StoreError,
+    StorageError,
+    UnavailableError,
 )
 from .gate import Decision, Policy, Reason, Repair
 from .labels import Label, TrustClass
@@ -91,8 +92,9 @@ __all__ = [
     "RefusedError",
     "Repair",
     "Session",
-    "StoreError",
+    "StorageError",
     "ToolTrust",
     "TrustClass",
     "TrustMap",
+    "UnavailableError",
 ]

@@ -3,7 +3,8 @@
 Messages are the ones the ``memlineage`` CLI prints after ``error:`` for the same failure. The
 classes follow the CLI's exit codes: bad input (exit 2) is :class:`InputError` and its
 subclasses; a refused or failed operation (exit 1) is :class:`RefusedError`,
-:class:`IntegrityError`, :class:`NotFoundError` or :class:`StoreError`. A Rust panic never
+:class:`IntegrityError`, :class:`NotFoundError`, :class:`ConflictError` or
+:class:`StorageError`. A Rust panic never
 reaches Python as such: it is raised as :class:`InternalError`.
 
 ::
@@ -15,8 +16,9 @@ reaches Python as such: it is raised as :class:`InternalError`.
     ├── RefusedError        unregistered / revoked / key-less principal, laxer label rule …
     ├── IntegrityError      stored data failed verification: never trust it
     ├── NotFoundError       no entry with this id
-    ├── StoreError          the store cannot be used (missing, SQLite, I/O)
-    │   └── ConflictError   a concurrent distrust made a write stale: write it again
+    ├── ConflictError       a concurrent distrust made a write stale: write it again
+    ├── StorageError        the store cannot be used (missing, SQLite, I/O)
+    │   └── UnavailableError  cannot be reached, or not built in: retry or rebuild
     ├── ClosedError         the Memory was closed
     └── InternalError       a bug (a caught Rust panic)
 """
@@ -34,7 +36,8 @@ from ._native import (
     NotFoundError,
     PolicyError,
     RefusedError,
-    StoreError,
+    StorageError,
+    UnavailableError,
 )
 
 __all__ = [
@@ -48,5 +51,6 @@ __all__ = [
     "NotFoundError",
     "PolicyError",
     "RefusedError",
-    "StoreError",
+    "StorageError",
+    "UnavailableError",
 ]
