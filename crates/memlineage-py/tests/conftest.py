@@ -3,6 +3,7 @@ the `memlineage` CLI binary for the tests that compare messages with it."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -36,6 +37,17 @@ def need(what: str, why: str) -> None:
     if in_ci():
         pytest.fail(f"{what} is missing under CI=1: {why}")
     pytest.skip(f"{what} is missing: {why}")
+
+
+def import_or_skip(module: str, extra: str) -> object:
+    """Imports an optional extra's package: a skip when it is missing, a failure under CI=1."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if in_ci():
+            raise
+        pytest.skip(f"{module} is missing: pip install \"memlineage[{extra}]\"",
+                    allow_module_level=True)
 
 
 @pytest.fixture

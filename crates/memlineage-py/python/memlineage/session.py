@@ -64,6 +64,7 @@ class Session:
         self._seen: set[str] = set()
         self._calls: dict[str, str] = {}
         self._results: set[str] = set()
+        self._instructions: str | None = None
         self._observed = 0
         self._check_principals()
 
@@ -168,6 +169,15 @@ class Session:
         who = self.trust.system or self.trust.user
         with self._lock:
             return self._record([(text, who, "user_input", {"role": "system"}, None)])[0]
+
+    def instructions(self, text: str | None) -> Entry | None:
+        """Records the system instructions sent with a model call, when they differ from the
+        last ones recorded (an agent framework sends them with every call)."""
+        with self._lock:
+            if not text or text == self._instructions:
+                return None
+            self._instructions = text
+            return self.system(text)
 
     def tool_result(self, tool: str, result: Any, *, call_id: str | None = None) -> list[Entry]:
         """Records a tool's result under the principals that authored it (the trust map: the
