@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from memlineage import Memory, Policy
 
 REPO = Path(__file__).resolve().parents[3]
@@ -46,8 +45,9 @@ def import_or_skip(module: str, extra: str) -> object:
     except ImportError:
         if in_ci():
             raise
-        pytest.skip(f"{module} is missing: pip install \"memlineage[{extra}]\"",
-                    allow_module_level=True)
+        pytest.skip(
+            f'{module} is missing: pip install "memlineage[{extra}]"', allow_module_level=True
+        )
 
 
 @pytest.fixture

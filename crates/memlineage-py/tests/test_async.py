@@ -7,7 +7,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-
 from memlineage import AsyncMemory, ClosedError, Label, Policy
 
 from .conftest import ATTACKER_IBAN, BANKING_POLICY, BILL, PAYEE
@@ -27,8 +26,11 @@ def test_async_memory_round_trip(store_path: Path) -> None:
             assert note.id in (await m.search("pay")).ids
             assert [e.id for e in (await m.recall([payee, note]))] == [payee.id, note.id]
             assert (await m.history(note)).path == (note.id, bill.id)
-            d = await m.gate(Policy.from_toml(BANKING_POLICY), {
-                "name": "send_money", "arguments": {"recipient": ATTACKER_IBAN}}, [payee, note])
+            d = await m.gate(
+                Policy.from_toml(BANKING_POLICY),
+                {"name": "send_money", "arguments": {"recipient": ATTACKER_IBAN}},
+                [payee, note],
+            )
             assert d.decision == "deny"
             await m.distrust(payee)
             await m.delete(bill)

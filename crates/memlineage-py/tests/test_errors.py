@@ -8,9 +8,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 import memlineage
+import pytest
 from memlineage import (
     ClosedError,
     ConflictError,
@@ -33,8 +32,19 @@ from .conftest import ATTACKER_IBAN, BANKING_POLICY
 
 
 def test_every_error_is_a_memlineage_error() -> None:
-    classes = [ClosedError, ConflictError, GateError, InputError, IntegrityError, InternalError,
-               NotFoundError, PolicyError, RefusedError, StorageError, UnavailableError]
+    classes = [
+        ClosedError,
+        ConflictError,
+        GateError,
+        InputError,
+        IntegrityError,
+        InternalError,
+        NotFoundError,
+        PolicyError,
+        RefusedError,
+        StorageError,
+        UnavailableError,
+    ]
     assert all(issubclass(c, Error) for c in classes)
     assert issubclass(Error, Exception)
     assert issubclass(PolicyError, InputError) and issubclass(GateError, InputError)
@@ -45,7 +55,7 @@ def test_every_error_is_a_memlineage_error() -> None:
 
 
 def test_a_rust_panic_becomes_an_internal_error(mem: Memory) -> None:
-    with pytest.raises(InternalError, match="internal error.*a panic for the test"):
+    with pytest.raises(InternalError, match=r"internal error.*a panic for the test"):
         _native._panic_for_test("a panic for the test")
     with pytest.raises(Error):
         _native._panic_for_test("again")
@@ -56,8 +66,13 @@ def test_a_rust_panic_becomes_an_internal_error(mem: Memory) -> None:
 
 def cli_error(cli: Path, store: Path, *args: str) -> str:
     """The message the CLI prints after `error: ` (it must fail)."""
-    p = subprocess.run([str(cli), "--store", str(store), *args], capture_output=True, text=True,
-                       timeout=120, check=False)
+    p = subprocess.run(
+        [str(cli), "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert p.returncode != 0, p.stdout
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error: ")]
     assert lines, p.stderr
@@ -85,19 +100,37 @@ def test_messages_are_the_clis(cli: Path, disk: Memory, store_path: Path, tmp_pa
         (RefusedError, lambda m: m.add("x", principal="ghost"), ["write", "--as", "ghost", "x"]),
         (RefusedError, lambda m: m.add("x", principal="gone"), ["write", "--as", "gone", "x"]),
         (InputError, lambda m: m.add(""), ["write", ""]),
-        (NotFoundError, lambda m: m.add("x", parents=[missing]),
-         ["write", "--parent", missing, "x"]),
+        (
+            NotFoundError,
+            lambda m: m.add("x", parents=[missing]),
+            ["write", "--parent", missing, "x"],
+        ),
         (NotFoundError, lambda m: m.get(missing), ["get", missing]),
-        (RefusedError, lambda m: m.principals.add("gone", "trusted"),
-         ["principal", "add", "gone", "--class", "trusted"]),
-        (RefusedError, lambda m: m.principals.revoke("ghost", "x"),
-         ["principal", "revoke", "ghost", "--reason", "x"]),
-        (RefusedError, lambda m: m.distrust(principal="ghost"),
-         ["distrust", "--principal", "ghost"]),
-        (PolicyError, lambda m: Policy.from_toml(str(bad_policy)),
-         ["gate", "--policy", str(bad_policy), "--call", "{}", "--context", e.id]),
-        (GateError, lambda m: m.gate(Policy.from_toml(good_policy), call, [e]),
-         ["gate", "--policy", str(good_policy), "--call", json.dumps(call), "--context", e.id]),
+        (
+            RefusedError,
+            lambda m: m.principals.add("gone", "trusted"),
+            ["principal", "add", "gone", "--class", "trusted"],
+        ),
+        (
+            RefusedError,
+            lambda m: m.principals.revoke("ghost", "x"),
+            ["principal", "revoke", "ghost", "--reason", "x"],
+        ),
+        (
+            RefusedError,
+            lambda m: m.distrust(principal="ghost"),
+            ["distrust", "--principal", "ghost"],
+        ),
+        (
+            PolicyError,
+            lambda m: Policy.from_toml(str(bad_policy)),
+            ["gate", "--policy", str(bad_policy), "--call", "{}", "--context", e.id],
+        ),
+        (
+            GateError,
+            lambda m: m.gate(Policy.from_toml(good_policy), call, [e]),
+            ["gate", "--policy", str(good_policy), "--call", json.dumps(call), "--context", e.id],
+        ),
     ]
     for cls, case, args in cases:
         with Memory.open(store_path) as m:
@@ -106,7 +139,9 @@ def test_messages_are_the_clis(cli: Path, disk: Memory, store_path: Path, tmp_pa
         assert got == cli_error(cli, store_path, *args), args
 
 
-def test_verification_failure_message_is_the_clis(cli: Path, disk: Memory, store_path: Path) -> None:
+def test_verification_failure_message_is_the_clis(
+    cli: Path, disk: Memory, store_path: Path
+) -> None:
     import sqlite3
 
     e = disk.add(f"pay {ATTACKER_IBAN}")

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 from anthropic.types import ToolUseBlock
+from memlineage import Decision, Entry, GateError, Label, Memory, Policy, PolicyError
 from openai.types.chat import ChatCompletionMessageToolCall
 from openai.types.responses import ResponseFunctionToolCall
-
-from memlineage import Decision, Entry, GateError, Label, Memory, Policy, PolicyError
 
 from .conftest import ATTACKER_IBAN, BANKING_POLICY, BILL, LANDLORD_IBAN, PAYEE
 
@@ -22,10 +21,12 @@ def laundering(mem: Memory) -> tuple[Entry, Entry, Entry]:
     """The worked example: the payee note, the bill, the laundered summary, the request."""
     mem.add(PAYEE, principal="user", kind="user_input")
     bill = mem.add(BILL, principal="mail", kind="tool_output")
-    summary = mem.add(f"Rent account changed to {ATTACKER_IBAN}; rent is 1100.00",
-                      parents=[(bill, 0.9)])
-    request = mem.add("Please pay my rent of 1100.00 to my landlord", principal="user",
-                      kind="user_input")
+    summary = mem.add(
+        f"Rent account changed to {ATTACKER_IBAN}; rent is 1100.00", parents=[(bill, 0.9)]
+    )
+    request = mem.add(
+        "Please pay my rent of 1100.00 to my landlord", principal="user", kind="user_input"
+    )
     return bill, summary, request
 
 
@@ -46,10 +47,11 @@ def test_policy_from_text_and_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[tools.t.params]\nx = { type = "iban", require = "trusted" }',
-         r'^policy line 2, column \d+: invalid label "trusted"'),
-        ('[tools.t.params]\nx = { type = "regex", pattern = "[A-Z" }',
-         "invalid regex pattern"),
+        (
+            '[tools.t.params]\nx = { type = "iban", require = "trusted" }',
+            r'^policy line 2, column \d+: invalid label "trusted"',
+        ),
+        ('[tools.t.params]\nx = { type = "regex", pattern = "[A-Z" }', "invalid regex pattern"),
         ('mode = "loud"', "policy line 1"),
         ("[tools.t.params\n", "policy line 1"),
     ],
@@ -86,13 +88,15 @@ def test_the_worked_example_denies_then_repairs(mem: Memory, policy: Policy) -> 
     logged = json.loads(record.text or "")
     assert logged["decision"]["decision"] == "deny"
 
-    r = mem.gate(policy, {"name": "send_money", "arguments": ARGS}, [request, summary],
-                 repair=True)
+    r = mem.gate(policy, {"name": "send_money", "arguments": ARGS}, [request, summary], repair=True)
     assert (r.decision, r.allowed, r.repaired) == ("repair", True, True)
     assert r.arguments == {"recipient": LANDLORD_IBAN, "amount": 1100.0}
     (fix,) = r.repairs
     assert (fix.param, fix.old, fix.new, fix.source_label) == (
-        "recipient", ATTACKER_IBAN, LANDLORD_IBAN, Label.TRUSTED
+        "recipient",
+        ATTACKER_IBAN,
+        LANDLORD_IBAN,
+        Label.TRUSTED,
     )
     assert "repaired recipient" in r.explain()
     json.dumps(r.to_dict())
@@ -101,9 +105,11 @@ def test_the_worked_example_denies_then_repairs(mem: Memory, policy: Policy) -> 
 
 def test_allow_record_mode_and_insensitive_tools(mem: Memory, policy: Policy) -> None:
     _, summary, request = laundering(mem)
-    ok = mem.gate(policy, {"name": "send_money",
-                           "arguments": {"recipient": LANDLORD_IBAN, "amount": 1100}},
-                  [request, mem.search("landlord IBAN")[0]])
+    ok = mem.gate(
+        policy,
+        {"name": "send_money", "arguments": {"recipient": LANDLORD_IBAN, "amount": 1100}},
+        [request, mem.search("landlord IBAN")[0]],
+    )
     assert ok.decision == "allow" and ok.allowed and ok.lineage_path == ()
     free = mem.gate(policy, {"name": "read_inbox", "arguments": {}}, [request])
     assert free.decision == "allow" and free.reasons == ()
@@ -114,12 +120,20 @@ def test_allow_record_mode_and_insensitive_tools(mem: Memory, policy: Policy) ->
 
 def test_citations_are_verified(mem: Memory, policy: Policy) -> None:
     _, summary, request = laundering(mem)
-    d = mem.gate(policy, {"name": "send_money", "arguments": ARGS}, [request, summary],
-                 cite={"recipient": request})
+    d = mem.gate(
+        policy,
+        {"name": "send_money", "arguments": ARGS},
+        [request, summary],
+        cite={"recipient": request},
+    )
     assert d.decision == "deny"
     with pytest.raises(GateError, match="not in the context"):
-        mem.gate(policy, {"name": "send_money", "arguments": ARGS}, [request],
-                 cite={"recipient": [summary.id]})
+        mem.gate(
+            policy,
+            {"name": "send_money", "arguments": ARGS},
+            [request],
+            cite={"recipient": [summary.id]},
+        )
 
 
 def _shapes() -> list[object]:
@@ -129,15 +143,30 @@ def _shapes() -> list[object]:
         {"name": "send_money", "arguments": args},
         json.dumps({"name": "send_money", "arguments": ARGS}),
         {"id": "call_1", "type": "function", "function": {"name": "send_money", "arguments": args}},
-        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "send_money",
-         "arguments": args, "status": "completed"},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "send_money",
+            "arguments": args,
+            "status": "completed",
+        },
         {"type": "tool_use", "id": "toolu_1", "name": "send_money", "input": ARGS},
         ChatCompletionMessageToolCall.model_validate(
-            {"id": "call_1", "type": "function",
-             "function": {"name": "send_money", "arguments": args}}
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "send_money", "arguments": args},
+            }
         ),
-        ResponseFunctionToolCall(type="function_call", call_id="call_1", name="send_money",
-                                 arguments=args, id="fc_1", status="completed"),
+        ResponseFunctionToolCall(
+            type="function_call",
+            call_id="call_1",
+            name="send_money",
+            arguments=args,
+            id="fc_1",
+            status="completed",
+        ),
         ToolUseBlock(type="tool_use", id="toolu_1", name="send_money", input=ARGS),
     ]
 
@@ -150,7 +179,8 @@ def test_every_tool_call_shape_is_judged_the_same(
     d = mem.gate(policy, call, [request, summary])
     assert d.decision == "deny" and d.tool == "send_money"
     assert {r.param: r.outcome for r in d.reasons} == {
-        "amount": "justified", "recipient": "untrusted"
+        "amount": "justified",
+        "recipient": "untrusted",
     }
 
 
@@ -158,8 +188,7 @@ def test_every_tool_call_shape_is_judged_the_same(
     ("call", "message"),
     [
         ({"arguments": {}}, "name"),
-        ({"name": "send_money", "arguments": '{"recipient": "a", "recipient": "b"}'},
-         "duplicate"),
+        ({"name": "send_money", "arguments": '{"recipient": "a", "recipient": "b"}'}, "duplicate"),
         ({"name": "send_money", "arguments": [1, 2]}, "object"),
         ({"name": "send_money", "arguments": {}, "input": {}, "extra": 1}, "unknown key"),
         ("not json", "not valid JSON"),

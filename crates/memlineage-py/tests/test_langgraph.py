@@ -16,7 +16,6 @@ import_or_skip("langgraph", "langgraph")
 
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.store.base import BaseStore, InvalidNamespaceError  # noqa: E402
-
 from memlineage import Label, Memory, Session, TrustMap  # noqa: E402
 from memlineage.integrations.langgraph import MemLineageStore  # noqa: E402
 

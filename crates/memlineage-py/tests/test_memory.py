@@ -11,11 +11,9 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from memlineage import (
     AuditReport,
     ClosedError,
-    Entry,
     InputError,
     IntegrityError,
     Label,
@@ -27,14 +25,17 @@ from memlineage import (
     TrustClass,
 )
 
-from .conftest import ATTACKER_IBAN, BILL, PAYEE
+from .conftest import ATTACKER_IBAN, BILL
 
 
 def test_labels_are_ordered_as_the_lattice() -> None:
     assert Label.TRUSTED < Label.DERIVED_TRUSTED < Label.DERIVED_UNTRUSTED < Label.EXTERNAL
     assert max(Label.TRUSTED, Label.EXTERNAL) is Label.EXTERNAL
     assert [label.name for label in sorted(Label)] == [
-        "TRUSTED", "DERIVED_TRUSTED", "DERIVED_UNTRUSTED", "EXTERNAL"
+        "TRUSTED",
+        "DERIVED_TRUSTED",
+        "DERIVED_UNTRUSTED",
+        "EXTERNAL",
     ]
     assert Label.parse("derived_trusted") is Label.DERIVED_TRUSTED
     assert Label.DERIVED_UNTRUSTED.untrusted and not Label.DERIVED_TRUSTED.untrusted
@@ -65,7 +66,9 @@ def test_a_new_store_is_created_like_memlineage_init(store_path: Path) -> None:
         assert m.location == str(store_path)
 
 
-def test_open_without_create_and_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_open_without_create_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(StorageError, match="no store at"):
         Memory.open(tmp_path / "none.db", create=False)
     monkeypatch.setenv("MEMLINEAGE_STORE", str(tmp_path / "env" / "store.db"))
@@ -94,7 +97,10 @@ def test_custom_label_rule_at_creation_and_stricter_handles(tmp_path: Path) -> N
 def test_add_defaults_kinds_and_labels(mem: Memory) -> None:
     obs = mem.add("the sky is blue")
     assert (obs.kind, obs.writer, obs.label, obs.scope) == (
-        "observation", "agent", Label.TRUSTED, "default"
+        "observation",
+        "agent",
+        Label.TRUSTED,
+        "default",
     )
     page = mem.add(BILL, principal="mail", source="imap://inbox/42")
     assert page.kind == "tool_output" and page.label is Label.EXTERNAL
@@ -108,10 +114,10 @@ def test_add_defaults_kinds_and_labels(mem: Memory) -> None:
     assert coarse.attribution == "coarse" and coarse.label is Label.DERIVED_TRUSTED
     weak = mem.add("weakly", parents=[(page, "0.1")])
     assert weak.label is Label.DERIVED_UNTRUSTED  # the strict fallback keeps weak taint
-    user = mem.add("pay rent", principal="user", kind="user_input", scope="acme/bot",
-                   metadata={"turn": "3"})
-    assert (user.kind, user.scope, dict(user.metadata)) == ("user_input", "acme/bot",
-                                                            {"turn": "3"})
+    user = mem.add(
+        "pay rent", principal="user", kind="user_input", scope="acme/bot", metadata={"turn": "3"}
+    )
+    assert (user.kind, user.scope, dict(user.metadata)) == ("user_input", "acme/bot", {"turn": "3"})
     assert isinstance(user.content, str) and user.text == "pay rent"
     raw = mem.add(b"\xff\xfe binary")
     assert raw.content == b"\xff\xfe binary" and raw.text is not None
@@ -160,7 +166,7 @@ def test_result_objects_are_frozen_values(mem: Memory) -> None:
     r = mem.search("value object")
     assert r == mem.search("value object")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        r.rendered = "x"  # type: ignore[misc]
+        r.rendered = "x"
     json.dumps(r.to_dict())
 
 
@@ -228,9 +234,7 @@ def test_history_as_objects_dot_and_mermaid(mem: Memory) -> None:
     assert h.to_mermaid().startswith("flowchart") and "taint path" in h.to_text()
     assert h.node(page.id) is not None and h.node("0" * 64) is None
     d = mem.history(page, descendants=True)
-    assert d.direction == "descendants" and {n.id for n in d.nodes} == {
-        page.id, note.id, child.id
-    }
+    assert d.direction == "descendants" and {n.id for n in d.nodes} == {page.id, note.id, child.id}
     assert {n.id for n in mem.history(child, depth=1).nodes} == {note.id, child.id}
     json.dumps(h.to_dict())
 
@@ -299,8 +303,10 @@ def test_tampering_is_caught_by_get_search_and_verify(disk: Memory, store_path: 
     e = disk.add("the payee is GB29 NWBK 6016 1331 9268 19")
     disk.close()
     with sqlite3.connect(store_path) as db:
-        db.execute("UPDATE content SET bytes = ? WHERE idx = ?",
-                   (b"the payee is UK12 3456 7890 1234 5678 90", e.index))
+        db.execute(
+            "UPDATE content SET bytes = ? WHERE idx = ?",
+            (b"the payee is UK12 3456 7890 1234 5678 90", e.index),
+        )
     with Memory.open(store_path) as m:
         with pytest.raises(IntegrityError, match="fails verification"):
             m.get(e.id)
@@ -349,8 +355,14 @@ def test_a_closed_memory_refuses_calls(mem: Memory) -> None:
     e = mem.add("before closing")
     mem.close()
     assert mem.closed and "closed" in repr(mem)
-    for call in (lambda: mem.add("x"), lambda: mem.get(e), lambda: mem.search("x"),
-                 lambda: mem.verify(), lambda: len(mem), lambda: mem.principals.list()):
+    for call in (
+        lambda: mem.add("x"),
+        lambda: mem.get(e),
+        lambda: mem.search("x"),
+        lambda: mem.verify(),
+        lambda: len(mem),
+        lambda: mem.principals.list(),
+    ):
         with pytest.raises(ClosedError, match="closed"):
             call()
     mem.close()  # closing twice is harmless
@@ -373,4 +385,3 @@ def test_created_at_is_utc(mem: Memory) -> None:
     e = mem.add("time")
     assert e.created_at.tzinfo is not None
     assert abs(e.created_at.timestamp() * 1000 - e.created_at_ms) < 1
-

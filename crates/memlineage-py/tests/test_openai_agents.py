@@ -17,7 +17,6 @@ import_or_skip("agents", "openai-agents")
 from agents import Agent, FunctionTool, Runner, function_tool, set_tracing_disabled  # noqa: E402
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message  # noqa: E402
 from agents.testing import function_call as fc  # noqa: E402
-
 from memlineage import Label, Memory, Policy, Session, TrustMap  # noqa: E402
 from memlineage.integrations.openai_agents import (  # noqa: E402
     gate_guardrail,
@@ -34,13 +33,19 @@ IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,4})?\b"
 
 def pays_the_last_iban(call: ModelCall) -> Any:
     """The vulnerable step: the IBAN in the latest tool output becomes the payee."""
-    outputs = [i for i in call.input if isinstance(i, dict)
-               and i.get("type") == "function_call_output"]
+    outputs = [
+        i for i in call.input if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
     text = str(outputs[-1]["output"])
     iban = IBAN.search(text)
     assert iban is not None, text
-    return [fc("send_money", {"recipient": iban.group(0).replace(" ", ""), "amount": 1100.0},
-               call_id="call_pay")]
+    return [
+        fc(
+            "send_money",
+            {"recipient": iban.group(0).replace(" ", ""), "amount": 1100.0},
+            call_id="call_pay",
+        )
+    ]
 
 
 def build(session: Session, wrap: str) -> tuple[Agent[Any], list[dict[str, Any]], ScriptedModel]:
@@ -61,13 +66,19 @@ def build(session: Session, wrap: str) -> tuple[Agent[Any], list[dict[str, Any]]
         )
     else:
         send_money = gated_tool(function_tool(send, name_override="send_money"), session)
-    model = ScriptedModel([
-        [fc("read_inbox", {}, call_id="call_read")],
-        ModelStep.respond(pays_the_last_iban),
-        [assistant_message("done")],
-    ])
-    agent = Agent(name="banker", instructions="Pay the user's bills.", tools=[read_inbox, send_money],
-                  model=model)
+    model = ScriptedModel(
+        [
+            [fc("read_inbox", {}, call_id="call_read")],
+            ModelStep.respond(pays_the_last_iban),
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(
+        name="banker",
+        instructions="Pay the user's bills.",
+        tools=[read_inbox, send_money],
+        model=model,
+    )
     return agent, sent, model
 
 
@@ -78,7 +89,9 @@ def run(agent: Agent[Any], session: Session, text: str) -> Any:
 def last_output(model: ScriptedModel) -> str:
     call = model.last_call
     assert call is not None
-    outs = [i for i in call.input if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    outs = [
+        i for i in call.input if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
     return str(outs[-1]["output"])
 
 
@@ -94,7 +107,8 @@ def test_the_injected_payment_is_refused(mem: Memory, policy: Policy, wrap: str)
     # What the model saw was recorded under the right principals.
     seen = [mem.get(i) for i in session.context]
     assert [(e.writer, e.kind, e.metadata.get("role", e.metadata.get("tool"))) for e in seen] == [
-        ("user", "user_input", "system"), ("user", "user_input", "user"),
+        ("user", "user_input", "system"),
+        ("user", "user_input", "user"),
         ("mail", "tool_output", "read_inbox"),
         # The refusal the model was sent is recorded too, under the default (external) author.
         ("web", "tool_output", "send_money"),
@@ -109,8 +123,7 @@ def test_the_injected_payment_is_refused(mem: Memory, policy: Policy, wrap: str)
 
 def test_the_wrapper_repairs_with_the_trusted_payee(mem: Memory, policy: Policy) -> None:
     mem.add(PAYEE, principal="user", kind="user_input")
-    session = Session(mem, trust=TrustMap(tools={"read_inbox": "mail"}), policy=policy,
-                      repair=True)
+    session = Session(mem, trust=TrustMap(tools={"read_inbox": "mail"}), policy=policy, repair=True)
     agent, sent, model = build(session, "wrapper")
     run(agent, session, "Please pay my rent of 1100.00 to my landlord")
     assert sent == [{"recipient": LANDLORD_IBAN, "amount": 1100.0}]
@@ -119,11 +132,16 @@ def test_the_wrapper_repairs_with_the_trusted_payee(mem: Memory, policy: Policy)
 
 def test_a_trusted_payment_goes_through(mem: Memory, policy: Policy) -> None:
     session = Session(mem, trust=TrustMap(tools={"read_inbox": "mail"}), policy=policy)
-    agent, sent, model = build(session, "guardrail")
-    run(agent, session, f"Pay 1100.00 to my landlord, IBAN {LANDLORD_IBAN}, after reading the inbox "
-               "(the inbox says nothing about it)")
+    agent, sent, _ = build(session, "guardrail")
+    run(
+        agent,
+        session,
+        f"Pay 1100.00 to my landlord, IBAN {LANDLORD_IBAN}, after reading the inbox "
+        "(the inbox says nothing about it)",
+    )
     # The scripted agent still pays the e-mail's IBAN: refused, the user's own would pass.
     assert sent == []
-    ok = session.gate({"name": "send_money",
-                       "arguments": {"recipient": LANDLORD_IBAN, "amount": 1100.0}})
+    ok = session.gate(
+        {"name": "send_money", "arguments": {"recipient": LANDLORD_IBAN, "amount": 1100.0}}
+    )
     assert ok.decision == "allow"

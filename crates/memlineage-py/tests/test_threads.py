@@ -4,6 +4,7 @@ corrupted entry (`verify` is the judge)."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import threading
@@ -27,8 +28,14 @@ def test_one_memory_shared_by_many_threads(disk: Memory, policy: Policy) -> None
             ids.append(e.id)
             assert len(disk.search("rent", limit=8)) > 0
             if i % 5 == 0:
-                d = disk.gate(policy, {"name": "send_money", "arguments": {
-                    "recipient": ATTACKER_IBAN, "amount": t * 100 + i}}, [request, bill])
+                d = disk.gate(
+                    policy,
+                    {
+                        "name": "send_money",
+                        "arguments": {"recipient": ATTACKER_IBAN, "amount": t * 100 + i},
+                    },
+                    [request, bill],
+                )
                 assert d.decision == "deny"
         return ids
 
@@ -63,7 +70,7 @@ def test_the_gil_is_released_during_native_work(mem: Memory) -> None:
         time.sleep(0.001)
         wakeups.append(time.perf_counter())
     worker.join()
-    gaps = [b - a for a, b in zip(wakeups, wakeups[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(wakeups)]
     # Held for the whole audit, the GIL would stop this thread for about as long as the audit.
     assert took[0] > 0.02, took
     assert len(wakeups) > 5 and max(gaps) < took[0] / 2, (max(gaps), took[0])
@@ -124,8 +131,11 @@ with Memory.open(sys.argv[1]) as m:
 def test_two_processes_on_one_store(disk: Memory, store_path: Path) -> None:
     disk.add(PAYEE, principal="user")
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(store_path), str(n)],
-                         stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store_path), str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for n in range(2)
     ]
     ids = []

@@ -1,21 +1,46 @@
 """Type stubs of the native module ``memlineage._native`` (``src/*.rs``). Private: use the
 ``memlineage`` package. Tuple layouts are described in ``src/convert.rs``."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # An entry: (id, index, kind, scope, writer, key_id, created_at_ms, content, content_hash,
 # content_len, source_hash, context_hash, parents [(id, weight_bp)], attribution, tau_bp,
 # fallback, label rank, effective label rank, forgotten_by, metadata, signature).
 EntryTuple = tuple[
-    str, int, str, str, str, str, int, str | bytes | None, str, int, str | None, str | None,
-    list[tuple[str, int]], str, int, str, int, int, str | None, dict[str, str], str,
+    str,
+    int,
+    str,
+    str,
+    str,
+    str,
+    int,
+    str | bytes | None,
+    str,
+    int,
+    str | None,
+    str | None,
+    list[tuple[str, int]],
+    str,
+    int,
+    str,
+    int,
+    int,
+    str | None,
+    dict[str, str],
+    str,
 ]
 # (entries, dropped [(id, index, reason)], rendered, context_hash, checkpoint_size)
 RetrievalTuple = tuple[list[EntryTuple], list[tuple[str, int, str]], str, str, int | None]
 WriteItem = tuple[
-    str | bytes, str, str | None, list[tuple[str, str | None]], str, str | None, str | None,
-    list[tuple[str, str]],
+    str | bytes,
+    str,
+    str | None,
+    Sequence[tuple[str, str | None]],
+    str,
+    str | None,
+    str | None,
+    Sequence[tuple[str, str]],
 ]
 PrincipalTuple = tuple[
     str, str, bool, int | None, str | None, list[tuple[str, int, int | None, bool]], bool
@@ -73,7 +98,7 @@ class Handle:
         context_hash: str | None,
         metadata: list[tuple[str, str]],
     ) -> EntryTuple: ...
-    def write_many(self, items: list[WriteItem]) -> list[EntryTuple]: ...
+    def write_many(self, items: Sequence[WriteItem]) -> list[EntryTuple]: ...
     def get(self, id: str) -> tuple[EntryTuple, list[str]]: ...
     def log(self, start: int, limit: int) -> list[EntryTuple]: ...
     def search(self, query: str, scope: str, limit: int) -> RetrievalTuple: ...

@@ -116,12 +116,51 @@ class Recalled(Entry):
 
 
 def _entry_args(t: tuple[Any, ...]) -> list[Any]:
-    (eid, index, kind, scope, writer, key_id, created, content, chash, clen, src, ctx,
-     parents, attribution, tau_bp, fallback, label, effective, forgotten, metadata, sig) = t
+    (
+        eid,
+        index,
+        kind,
+        scope,
+        writer,
+        key_id,
+        created,
+        content,
+        chash,
+        clen,
+        src,
+        ctx,
+        parents,
+        attribution,
+        tau_bp,
+        fallback,
+        label,
+        effective,
+        forgotten,
+        metadata,
+        sig,
+    ) = t
     return [
-        eid, index, kind, scope, writer, key_id, created, content, chash, clen, src, ctx,
-        tuple([Parent(p, w / _BP) for p, w in parents]), attribution, tau_bp / _BP, fallback,
-        _LABELS[label], _LABELS[effective], forgotten, metadata, sig,
+        eid,
+        index,
+        kind,
+        scope,
+        writer,
+        key_id,
+        created,
+        content,
+        chash,
+        clen,
+        src,
+        ctx,
+        tuple([Parent(p, w / _BP) for p, w in parents]),
+        attribution,
+        tau_bp / _BP,
+        fallback,
+        _LABELS[label],
+        _LABELS[effective],
+        forgotten,
+        metadata,
+        sig,
     ]
 
 
@@ -186,8 +225,7 @@ class Recall(tuple[Recalled, ...]):
 
     def __repr__(self) -> str:
         return (
-            f"Recall({list(self)!r}, context_hash={self.context_hash!r}, "
-            f"dropped={self.dropped!r})"
+            f"Recall({list(self)!r}, context_hash={self.context_hash!r}, dropped={self.dropped!r})"
         )
 
     def render(self) -> str:
@@ -214,7 +252,8 @@ class Recall(tuple[Recalled, ...]):
 def recall_from_native(t: tuple[Any, ...]) -> Recall:
     """A :class:`Recall` from the native tuple."""
     entries, dropped, rendered, ctx, checkpoint_size = t
-    recalled = [Recalled(*_entry_args(e), i) for i, e in enumerate(entries)]
+    # (mypy cannot count the fields a list unpacks into: `rank` is the one after them.)
+    recalled = [Recalled(*_entry_args(e), rank=i) for i, e in enumerate(entries)]  # type: ignore[misc]
     return Recall(recalled, rendered, ctx, [Dropped(*d) for d in dropped], checkpoint_size)
 
 
@@ -305,8 +344,14 @@ def lineage_from_native(t: tuple[Any, ...], direction: str) -> Lineage:
         direction=direction,
         nodes=tuple(
             LineageNode(
-                n["id"], Label[n["label"]], Label[n["effective_label"]], n["writer"],
-                n["kind"], n["snippet"], n["distrusted"], n["on_path"],
+                n["id"],
+                Label[n["label"]],
+                Label[n["effective_label"]],
+                n["writer"],
+                n["kind"],
+                n["snippet"],
+                n["distrusted"],
+                n["on_path"],
             )
             for n in g["nodes"]
         ),
@@ -362,9 +407,15 @@ class AuditReport(Record):
 def audit_from_native(d: dict[str, Any]) -> AuditReport:
     """An :class:`AuditReport` from the native dict."""
     return AuditReport(
-        ok=d["ok"], location=d["location"], entries=d["entries"], signatures=d["signatures"],
-        principals=d["principals"], root=d["root"], checkpoint_size=d["checkpoint_size"],
-        problems=tuple(Problem(*p) for p in d["problems"]), problem_count=d["problem_count"],
+        ok=d["ok"],
+        location=d["location"],
+        entries=d["entries"],
+        signatures=d["signatures"],
+        principals=d["principals"],
+        root=d["root"],
+        checkpoint_size=d["checkpoint_size"],
+        problems=tuple(Problem(*p) for p in d["problems"]),
+        problem_count=d["problem_count"],
     )
 
 

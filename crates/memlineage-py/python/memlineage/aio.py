@@ -112,8 +112,15 @@ class AsyncMemory:
         context_hash: str | None = None,
     ) -> Entry:
         return await self._r.run(
-            self.memory.add, content, principal=principal, kind=kind, parents=parents,
-            scope=scope, source=source, metadata=metadata, context_hash=context_hash,
+            self.memory.add,
+            content,
+            principal=principal,
+            kind=kind,
+            parents=parents,
+            scope=scope,
+            source=source,
+            metadata=metadata,
+            context_hash=context_hash,
         )
 
     async def search(self, query: str, *, scope: str | None = None, limit: int = 8) -> Recall:
@@ -177,8 +184,15 @@ class AsyncMemory:
         recorder: str = "agent",
     ) -> Decision:
         return await self._r.run(
-            self.memory.gate, policy, call, list(context), cite=cite, repair=repair,
-            repair_query=repair_query, scope=scope, recorder=recorder,
+            self.memory.gate,
+            policy,
+            call,
+            list(context),
+            cite=cite,
+            repair=repair,
+            repair_query=repair_query,
+            scope=scope,
+            recorder=recorder,
         )
 
 

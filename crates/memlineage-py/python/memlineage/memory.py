@@ -6,7 +6,7 @@ from __future__ import annotations
 import decimal
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Union
+from typing import Any
 
 from . import _native
 from ._types import (
@@ -29,14 +29,17 @@ from .gate import Decision, Policy, call_json, decision_from_native
 from .labels import TrustClass
 
 #: An entry, given by id or as an object that has one (an :class:`Entry`, a ``Recalled``).
-EntryRef = Union[str, Entry]
+EntryRef = str | Entry
 #: A weight: a number in [0, 1] with at most four decimals (``0.9``, ``"0.9"``,
 #: ``Decimal("0.9")``); never rounded, a fifth decimal is an :class:`~memlineage.InputError`.
-Weight = Union[float, int, str, decimal.Decimal]
+Weight = float | int | str | decimal.Decimal
 #: A parent: an entry (weight 1), or ``(entry, weight)``.
-ParentSpec = Union[EntryRef, tuple[EntryRef, Weight]]
+ParentSpec = EntryRef | tuple[EntryRef, Weight]
 
 DEFAULT_SCOPE = "default"
+_ADD_KEYS = frozenset(
+    ("content", "principal", "kind", "parents", "scope", "source", "metadata", "context_hash")
+)
 
 
 def entry_id(ref: EntryRef) -> str:
@@ -103,7 +106,7 @@ class Principals:
         return iter(self.list())
 
     def add(self, name: str, trust: TrustClass | str) -> PrincipalChange:
-        """Registers ``name`` (1–64 characters of ``a-z 0-9 . _ -``, never reused) as
+        """Registers ``name`` (1 to 64 characters of ``a-z 0-9 . _ -``, never reused) as
         ``trusted`` or ``external``, with a fresh key."""
         cls = trust.value if isinstance(trust, TrustClass) else str(trust)
         key_id, key_file, record, index = self._h.add_principal(name, cls)
@@ -197,8 +200,12 @@ class Memory:
     def settings(self) -> dict[str, Any]:
         """``origin`` (checkpoint origin line), ``tau``, ``fallback`` and ``operator``."""
         origin, tau_bp, fallback, operator = self._h.settings()
-        return {"origin": origin, "tau": tau_bp / 10_000, "fallback": fallback,
-                "operator": operator}
+        return {
+            "origin": origin,
+            "tau": tau_bp / 10_000,
+            "fallback": fallback,
+            "operator": operator,
+        }
 
     def __len__(self) -> int:
         """Number of entries in the log (control records included)."""
@@ -236,10 +243,42 @@ class Memory:
         """
         return entry_from_native(
             self._h.write(
-                content, principal, kind, _parents(parents), scope, source, context_hash,
+                content,
+                principal,
+                kind,
+                _parents(parents),
+                scope,
+                source,
+                context_hash,
                 list((metadata or {}).items()),
             )
         )
+
+    def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[Entry]:
+        """Writes several entries in one transaction with one fsync (group commit), all or
+        nothing. Each item holds the arguments of :meth:`add` by name (``content`` required;
+        parents must already be in the log)."""
+        batch = []
+        for item in items:
+            unknown = set(item) - _ADD_KEYS
+            if unknown or "content" not in item:
+                raise InputError(
+                    f"an item of add_many takes the arguments of add(): content (required), "
+                    f"{', '.join(sorted(_ADD_KEYS - {'content'}))}; got {sorted(item)}"
+                )
+            batch.append(
+                (
+                    item["content"],
+                    item.get("principal", "agent"),
+                    item.get("kind"),
+                    _parents(item.get("parents")),
+                    item.get("scope", DEFAULT_SCOPE),
+                    item.get("source"),
+                    item.get("context_hash"),
+                    list((item.get("metadata") or {}).items()),
+                )
+            )
+        return [entry_from_native(t) for t in self._h.write_many(batch)]
 
     # -- reading --------------------------------------------------------------------------
 
@@ -364,8 +403,14 @@ class Memory:
             else:
                 citations.append((param, [entry_id(r) for r in refs]))
         d, record = self._h.gate(
-            policy._native, call_json(call), [entry_id(e) for e in context], citations, repair,
-            repair_query, scope or DEFAULT_SCOPE, recorder,
+            policy._native,
+            call_json(call),
+            [entry_id(e) for e in context],
+            citations,
+            repair,
+            repair_query,
+            scope or DEFAULT_SCOPE,
+            recorder,
         )
         return decision_from_native(d, record)
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from ._record import Record
 
 #: A JSON path element: a key, or an index into a list.
-PathItem = Union[str, int]
+PathItem = str | int
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,9 @@ def _text(v: Any) -> str:
 
 
 def _matches(pattern: list[str], path: list[PathItem]) -> bool:
-    return len(pattern) == len(path) and all(p in ("*", str(k)) for p, k in zip(pattern, path))
+    return len(pattern) == len(path) and all(
+        p in ("*", str(k)) for p, k in zip(pattern, path, strict=True)
+    )
 
 
 def _take(

@@ -101,7 +101,7 @@ def _matches(value: Any, want: Any) -> bool:
         return (
             isinstance(value, (list, tuple))
             and len(value) == len(want)
-            and all(_matches(a, b) for a, b in zip(value, want))
+            and all(_matches(a, b) for a, b in zip(value, want, strict=True))
         )
     return bool(value == want)
 
@@ -115,8 +115,9 @@ def _compare(value: Any, op: str, arg: Any) -> bool:
         return False
     ordered = {"$gt": float.__gt__, "$gte": float.__ge__, "$lt": float.__lt__, "$lte": float.__le__}
     if op not in ordered:
-        raise InputError(f"unsupported filter operator {op!r} (expected $eq, $ne, $gt, $gte, "
-                         "$lt or $lte)")
+        raise InputError(
+            f"unsupported filter operator {op!r} (expected $eq, $ne, $gt, $gte, $lt or $lte)"
+        )
     return bool(ordered[op](float(value), float(arg)))
 
 
@@ -251,8 +252,13 @@ class MemLineageStore(BaseStore):
             return None
         self._shown(r)
         created, updated = self._times(ns, op.key)
-        return Item(value=json.loads(r[0].text or "null"), key=op.key, namespace=ns,
-                    created_at=created, updated_at=updated)
+        return Item(
+            value=json.loads(r[0].text or "null"),
+            key=op.key,
+            namespace=ns,
+            created_at=created,
+            updated_at=updated,
+        )
 
     @property
     def writer(self) -> str:
@@ -266,8 +272,13 @@ class MemLineageStore(BaseStore):
         if s is None or not s.context:
             return self.memory.add(content, principal=self.writer, scope=scope, metadata=meta)
         return self.memory.add(
-            content, principal=s.trust.model, kind="derived", parents=s.context, scope=scope,
-            metadata=meta, context_hash=s.context_hash,
+            content,
+            principal=s.trust.model,
+            kind="derived",
+            parents=s.context,
+            scope=scope,
+            metadata=meta,
+            context_hash=s.context_hash,
         )
 
     def _put(self, op: PutOp) -> None:
@@ -338,9 +349,9 @@ def _path_matches(ns: tuple[str, ...], path: tuple[str, ...], how: str) -> bool:
     if len(ns) < len(path):
         return False
     if how == "prefix":
-        pairs = zip(ns, path)
+        pairs = zip(ns, path, strict=False)
     elif how == "suffix":
-        pairs = zip(reversed(ns), reversed(path))
+        pairs = zip(reversed(ns), reversed(path), strict=False)
     else:
         raise InputError(f"unsupported namespace match type {how!r} (prefix or suffix)")
     return all(p in ("*", n) for n, p in pairs)

@@ -62,8 +62,11 @@ def run_config(session: Session, **kwargs: Any) -> RunConfig:
 
 
 async def _judge(session: Session, ctx: ToolContext[Any]) -> Decision:
-    call = {"name": ctx.tool_name, "arguments": ctx.tool_arguments or "{}",
-            "call_id": ctx.tool_call_id}
+    call = {
+        "name": ctx.tool_name,
+        "arguments": ctx.tool_arguments or "{}",
+        "call_id": ctx.tool_call_id,
+    }
     return await asyncio.to_thread(session.gate, call)
 
 
