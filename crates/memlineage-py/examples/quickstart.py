@@ -53,7 +53,7 @@ def main(path: str = "memory:") -> int:
         )
         print(d.decision, dict(d.arguments))  # repair: the landlord's IBAN, from the user's note
         assert d.repaired and d.arguments["recipient"] == "GB29NWBK60161331926819"
-        assert payee.id in {r.source for r in d.repairs}
+        assert all(m.get(r.source).writer == payee.writer for r in d.repairs)  # the user's
 
         report = m.verify()
         print("audit:", "ok" if report.ok else report.problems)
