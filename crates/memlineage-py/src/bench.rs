@@ -81,14 +81,14 @@ pub fn bench_search(
     })
 }
 
-/// `Memory::gate` of `call` against `context` (recorded by `recorder`), `n` times.
+/// `Memory::gate` of `calls[i]` against `context` (recorded by `recorder`), for each call in
+/// turn (distinct calls make distinct decision records).
 #[pyfunction]
 pub fn bench_gate(
     py: Python<'_>,
     handle: &Handle,
-    n: usize,
     policy: &NativePolicy,
-    call: String,
+    calls: Vec<String>,
     context: Vec<String>,
     recorder: String,
 ) -> PyResult<Vec<u64>> {
@@ -96,9 +96,10 @@ pub fn bench_gate(
         let context = parse::ids(&context)?;
         let policy = Arc::clone(&policy.policy);
         let mem = handle.mem()?;
+        let mut calls = calls.iter();
         detached(py, || {
-            time_each(n, || {
-                let call = ToolCall::from_openai_json(&call)
+            time_each(calls.len(), || {
+                let call = ToolCall::from_openai_json(calls.next().map_or("", String::as_str))
                     .map_err(|e| Fail::Mem(memlineage::Error::Gate(e)))?;
                 mem.gate(&policy, &GateRequest::new(call, context.clone(), &recorder))?;
                 Ok(())

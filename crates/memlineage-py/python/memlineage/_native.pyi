@@ -138,9 +138,8 @@ def bench_write(
 def bench_search(handle: Handle, n: int, query: str, scope: str, limit: int) -> list[int]: ...
 def bench_gate(
     handle: Handle,
-    n: int,
     policy: NativePolicy,
-    call: str,
+    calls: list[str],
     context: list[str],
     recorder: str,
 ) -> list[int]: ...
