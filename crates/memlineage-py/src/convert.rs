@@ -107,10 +107,7 @@ pub fn json<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
             } else if let Some(u) = n.as_u64() {
                 u.into_pyobject(py)?.into_any()
             } else {
-                n.as_f64()
-                    .unwrap_or(f64::NAN)
-                    .into_pyobject(py)?
-                    .into_any()
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
             }
         }
         Value::String(s) => PyString::new(py, s).into_any(),

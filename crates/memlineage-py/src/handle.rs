@@ -319,7 +319,9 @@ impl Handle {
                 let signed = registry
                     .signer_at(&body.writer, &body.key_id, view.index)
                     .map_err(|e| e.to_string())
-                    .and_then(|(_, key)| view.entry.verify_signature(key).map_err(|e| e.to_string()));
+                    .and_then(|(_, key)| {
+                        view.entry.verify_signature(key).map_err(|e| e.to_string())
+                    });
                 if let Err(e) = signed {
                     problems.push(format!("signature: {e}"));
                 }
@@ -559,11 +561,7 @@ impl Handle {
                 .principals()
                 .map(|p| {
                     let current = p.current_key().map(|k| k.key_id);
-                    let local = mem
-                        .keys()
-                        .get_with_id(&p.name)
-                        .ok()
-                        .map(|(_, id)| id);
+                    let local = mem.keys().get_with_id(&p.name).ok().map(|(_, id)| id);
                     (
                         p.name.clone(),
                         p.class.as_str(),
@@ -621,7 +619,12 @@ impl Handle {
     }
 
     /// Revokes a principal: `(record id, index)`.
-    fn revoke_principal(&self, py: Python<'_>, name: &str, reason: String) -> PyResult<(String, u64)> {
+    fn revoke_principal(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        reason: String,
+    ) -> PyResult<(String, u64)> {
         guard(|| {
             let name = parse::name(name)?;
             let mem = self.mem()?;

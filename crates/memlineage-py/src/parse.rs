@@ -39,7 +39,8 @@ pub fn scope(s: &str) -> Result<Scope, Fail> {
 
 /// `strict` or `permissive`.
 pub fn fallback(s: &str) -> Result<Fallback, Fail> {
-    s.parse::<Fallback>().map_err(|e| Fail::Input(e.to_string()))
+    s.parse::<Fallback>()
+        .map_err(|e| Fail::Input(e.to_string()))
 }
 
 /// `trusted` or `external`.

@@ -25,7 +25,12 @@ pub struct Registered {
 }
 
 /// Registers `name` with a fresh key.
-pub fn add(mem: &Mem, keys_dir: Option<&Path>, name: &str, class: TrustClass) -> Result<Registered, Fail> {
+pub fn add(
+    mem: &Mem,
+    keys_dir: Option<&Path>,
+    name: &str,
+    class: TrustClass,
+) -> Result<Registered, Fail> {
     if mem.registry()?.get(name).is_some() {
         return Err(Fail::Refused(format!(
             "principal `{name}` already exists (names are never reused; see `memlineage principal list`)"
