@@ -40,8 +40,8 @@ CARGO_TARGET_DIR="$target" "$venv/bin/maturin" build --quiet --release \
 cd crates/memlineage-py
 echo "== python: pytest (against the installed wheel)"
 CARGO_TARGET_DIR="$target" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
-echo "== python: mypy --strict (package, examples, tests)"
-"$venv/bin/mypy" --strict --cache-dir "$target/mypy-cache" python/memlineage examples tests
+echo "== python: mypy --strict (package, examples, tests, benchmark)"
+"$venv/bin/mypy" --strict --cache-dir "$target/mypy-cache" python/memlineage examples tests bench
 echo "== python: ruff"
-"$venv/bin/ruff" check --no-cache python examples tests
-"$venv/bin/ruff" format --no-cache --check python examples tests
+"$venv/bin/ruff" check --no-cache python examples tests bench
+"$venv/bin/ruff" format --no-cache --check python examples tests bench

@@ -47,12 +47,11 @@ def populate(m: Memory, n: int, rng: random.Random) -> list[str]:
     m.principals.add("email", "external")
     ids: list[str] = []
     while len(ids) < n:
-        batch = []
+        batch: list[dict[str, Any]] = []
         for _ in range(min(256, n - len(ids))):
             r = rng.random()
             if r < 0.2 or len(ids) < 2:
-                batch.append({"content": zipf_text(rng), "principal": "user",
-                              "kind": "user_input"})
+                batch.append({"content": zipf_text(rng), "principal": "user", "kind": "user_input"})
             elif r < 0.5:
                 batch.append({"content": zipf_text(rng), "principal": "email"})
             else:
@@ -85,8 +84,11 @@ def run(store: str, rounds: int, per_round: int) -> dict[str, Any]:
         ids = populate(m, 4096, rng)
         h = m._h
         policy = Policy.from_toml(POLICY)
-        request = m.add("Please pay 1100.00 to GB29 NWBK 6016 1331 9268 19 on 2026-01-05 for rent",
-                        principal="user", kind="user_input")
+        request = m.add(
+            "Please pay 1100.00 to GB29 NWBK 6016 1331 9268 19 on 2026-01-05 for rent",
+            principal="user",
+            kind="user_input",
+        )
         context = [request.id, *rng.sample(ids, 7)]
         parents = rng.sample(ids, 2)
         query = "w0040 w0090"
@@ -97,45 +99,75 @@ def run(store: str, rounds: int, per_round: int) -> dict[str, Any]:
         serial = 0
 
         def call(i: int) -> dict[str, Any]:
-            return {"name": "send_money", "arguments": {
-                "recipient": "GB29NWBK60161331926819", "amount": 1000 + i,
-                "date": "2026-01-05", "subject": "rent"}}
+            return {
+                "name": "send_money",
+                "arguments": {
+                    "recipient": "GB29NWBK60161331926819",
+                    "amount": 1000 + i,
+                    "date": "2026-01-05",
+                    "subject": "rent",
+                },
+            }
 
         for r in range(rounds):
-            # add: a derived entry with two parents.
-            samples["add"]["rust"] += map(float, _native.bench_write(
-                h, per_round, f"rust round {r} note", "agent", parents))
-            samples["add"]["python"] += timed(per_round, lambda i, r=r: m.add(
-                f"python round {r} note {i}", parents=parents))
-            # search of 8, verified and rendered.
-            samples["search_8"]["rust"] += map(float, _native.bench_search(
-                h, per_round, query, "default", 8))
-            samples["search_8"]["python"] += timed(per_round, lambda i: m.search(query, limit=8))
-            # gate: four checked parameters, 8 context entries, the decision logged.
             base = serial
             serial += 2 * per_round
+
+            def add(i: int, r: int = r) -> object:
+                return m.add(f"python round {r} note {i}", parents=parents)
+
+            def search(i: int) -> object:
+                return m.search(query, limit=8)
+
+            def gate(i: int, b: int = base) -> object:
+                return m.gate(policy, call(b + per_round + i), context)
+
+            # add: a derived entry with two parents.
+            rust = _native.bench_write(h, per_round, f"rust round {r} note", "agent", parents)
+            samples["add"]["rust"] += map(float, rust)
+            samples["add"]["python"] += timed(per_round, add)
+            # search of 8, verified and rendered.
+            rust = _native.bench_search(h, per_round, query, "default", 8)
+            samples["search_8"]["rust"] += map(float, rust)
+            samples["search_8"]["python"] += timed(per_round, search)
+            # gate: four checked parameters, 8 context entries, the decision logged.
             calls = [json.dumps(call(base + i)) for i in range(per_round)]
-            samples["gate"]["rust"] += map(float, _native.bench_gate(
-                h, policy._native, calls, context, "agent"))
-            samples["gate"]["python"] += timed(per_round, lambda i, b=base: m.gate(
-                policy, call(b + per_round + i), context))
+            rust = _native.bench_gate(h, policy._native, calls, context, "agent")
+            samples["gate"]["rust"] += map(float, rust)
+            samples["gate"]["python"] += timed(per_round, gate)
         assert m.verify().ok
         m.close()
     rows = []
     for op, s in samples.items():
         py, rs = median_us(s["python"]), median_us(s["rust"])
-        rows.append({"op": op, "store": store, "python_us": round(py, 1), "rust_us": round(rs, 1),
-                     "ratio": round(py / rs, 3), "target": TARGETS[op],
-                     "met": py / rs <= TARGETS[op], "samples": len(s["python"])})
-    return {"machine": f"{platform.processor() or platform.machine()}, "
-                       f"Python {platform.python_version()}", "rows": rows}
+        rows.append(
+            {
+                "op": op,
+                "store": store,
+                "python_us": round(py, 1),
+                "rust_us": round(rs, 1),
+                "ratio": round(py / rs, 3),
+                "target": TARGETS[op],
+                "met": py / rs <= TARGETS[op],
+                "samples": len(s["python"]),
+            }
+        )
+    return {
+        "machine": f"{platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}",
+        "rows": rows,
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer samples")
-    ap.add_argument("--store", choices=["file", "memory:"], action="append",
-                    help="file (the default SQLite store, durable) and/or memory: (default both)")
+    ap.add_argument(
+        "--store",
+        choices=["file", "memory:"],
+        action="append",
+        help="file (the default SQLite store, durable) and/or memory: (default both)",
+    )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rounds, per = (4, 50) if a.quick else (10, 100)
@@ -147,9 +179,11 @@ def main() -> int:
         print("|---|---|---|---|---|---|---|")
         for res in results:
             for row in res["rows"]:
-                print(f"| `{row['op']}` | {row['store']} | {row['python_us']} µs | "
-                      f"{row['rust_us']} µs | {row['ratio']:.2f}× | ≤ {row['target']}× | "
-                      f"{'yes' if row['met'] else 'NO'} |")
+                print(
+                    f"| `{row['op']}` | {row['store']} | {row['python_us']} µs | "
+                    f"{row['rust_us']} µs | {row['ratio']:.2f}× | ≤ {row['target']}× | "
+                    f"{'yes' if row['met'] else 'NO'} |"
+                )
         print(f"\n{results[0]['machine']}; {results[0]['rows'][0]['samples']} calls per row")
     return 0 if all(r["met"] for res in results for r in res["rows"]) else 1
 

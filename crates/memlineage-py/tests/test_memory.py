@@ -8,6 +8,7 @@ import hashlib
 import json
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -385,3 +386,25 @@ def test_created_at_is_utc(mem: Memory) -> None:
     e = mem.add("time")
     assert e.created_at.tzinfo is not None
     assert abs(e.created_at.timestamp() * 1000 - e.created_at_ms) < 1
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.add("x", scope=5),
+        lambda m: m.add("x", metadata={"k": 1}),
+        lambda m: m.add("x", principal=None),
+        lambda m: m.search(42),
+        lambda m: m.search("x", limit=-1),
+        lambda m: m.log(-1),
+        lambda m: m.history("ab" * 32, depth="deep"),
+        lambda m: m.get(12),
+        lambda m: m.delete("ab" * 32, reason=7),
+        lambda m: m.principals.add(3, "trusted"),
+        lambda m: m.add_many([{"content": "x", "color": "red"}]),
+        lambda m: Memory.open(3.5),  # type: ignore[arg-type]
+    ],
+)
+def test_wrong_types_are_input_errors(mem: Memory, call: Callable[[Memory], object]) -> None:
+    with pytest.raises(InputError):
+        call(mem)

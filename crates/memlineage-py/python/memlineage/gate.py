@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _native
+from ._checked import checked
 from ._record import Record
 from .errors import GateError
 from .labels import Label
@@ -35,6 +36,7 @@ class Policy:
         self.source = source
 
     @classmethod
+    @checked
     def from_toml(cls, text_or_path: str | os.PathLike[str]) -> Policy:
         """Parses a policy from TOML text, or from a file when given a path (an
         ``os.PathLike``, or a one-line string naming an existing file). Raises

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from . import _native
+from ._checked import checked
 from ._types import (
     AuditReport,
     Checkpoint,
@@ -105,6 +106,7 @@ class Principals:
     def __iter__(self) -> Iterator[Principal]:
         return iter(self.list())
 
+    @checked
     def add(self, name: str, trust: TrustClass | str) -> PrincipalChange:
         """Registers ``name`` (1 to 64 characters of ``a-z 0-9 . _ -``, never reused) as
         ``trusted`` or ``external``, with a fresh key."""
@@ -112,11 +114,13 @@ class Principals:
         key_id, key_file, record, index = self._h.add_principal(name, cls)
         return PrincipalChange(name, record, index, key_id, key_file)
 
+    @checked
     def rotate(self, name: str) -> PrincipalChange:
         """Gives ``name`` a new key; entries signed with the old key after this are refused."""
         key_id, key_file, record, index = self._h.rotate_principal(name)
         return PrincipalChange(name, record, index, key_id, key_file)
 
+    @checked
     def revoke(self, name: str, reason: str) -> PrincipalChange:
         """Revokes ``name``: every entry it signs from now on is refused. Entries written
         before stay valid; :meth:`Memory.distrust` with ``principal=`` taints them too."""
@@ -144,6 +148,7 @@ class Memory:
         self.principals = Principals(handle)
 
     @classmethod
+    @checked
     def open(
         cls,
         path: str | os.PathLike[str] | None = None,
@@ -217,6 +222,7 @@ class Memory:
 
     # -- writing --------------------------------------------------------------------------
 
+    @checked
     def add(
         self,
         content: str | bytes,
@@ -254,6 +260,7 @@ class Memory:
             )
         )
 
+    @checked
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[Entry]:
         """Writes several entries in one transaction with one fsync (group commit), all or
         nothing. Each item holds the arguments of :meth:`add` by name (``content`` required;
@@ -282,6 +289,7 @@ class Memory:
 
     # -- reading --------------------------------------------------------------------------
 
+    @checked
     def search(self, query: str, *, scope: str | None = None, limit: int = 8) -> Recall:
         """Full-text search (BM25) within ``scope`` and the scopes below it (default
         ``default``), at most ``limit`` entries. Every result is verified before it is
@@ -290,11 +298,13 @@ class Memory:
         ``context_hash`` its hash."""
         return recall_from_native(self._h.search(query, scope or DEFAULT_SCOPE, limit))
 
+    @checked
     def recall(self, entries: Iterable[EntryRef]) -> Recall:
         """The given entries, verified and rendered in the order given (a prompt's context).
         Raises :class:`~memlineage.NotFoundError` for an id not in the log."""
         return recall_from_native(self._h.recall([entry_id(e) for e in entries]))
 
+    @checked
     def get(self, entry: EntryRef) -> Entry:
         """One entry, after checking its signer against the registry, its signature, its
         content against the signed hash and its inclusion in the current tree. Raises
@@ -311,11 +321,13 @@ class Memory:
             )
         return e
 
+    @checked
     def log(self, start: int = 0, limit: int = 100) -> list[Entry]:
         """Entries in log order from index ``start`` (control records included), as stored:
         use :meth:`get` or :meth:`verify` to verify them."""
         return [entry_from_native(t) for t in self._h.log(start, limit)]
 
+    @checked
     def history(self, entry: EntryRef, *, descendants: bool = False, depth: int = 16) -> Lineage:
         """The lineage of an entry: its ancestors (or, with ``descendants``, what it shaped)
         up to ``depth`` edges away, every edge with its weight, the taint path, and why the
@@ -325,6 +337,7 @@ class Memory:
 
     # -- forgetting and distrust -----------------------------------------------------------
 
+    @checked
     def delete(
         self,
         entry: EntryRef,
@@ -339,6 +352,7 @@ class Memory:
         proof still verify. History is never rewritten."""
         return entry_from_native(self._h.forget(entry_id(entry), erase, reason or "", signer))
 
+    @checked
     def distrust(
         self,
         entry: EntryRef | None = None,
@@ -364,6 +378,7 @@ class Memory:
         :meth:`AuditReport.raise_for_problems`)."""
         return audit_from_native(self._h.verify(progress))
 
+    @checked
     def checkpoint(self) -> Checkpoint:
         """Signs and stores a checkpoint of the current tree with the operator's key (C2SP
         tlog-checkpoint)."""
@@ -371,6 +386,7 @@ class Memory:
 
     # -- the gate ---------------------------------------------------------------------------
 
+    @checked
     def gate(
         self,
         policy: Policy,

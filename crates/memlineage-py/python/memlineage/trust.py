@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._record import Record
+from .errors import InputError
 
 #: A JSON path element: a key, or an index into a list.
 PathItem = str | int
@@ -105,7 +106,12 @@ class TrustMap(Record):
 
 
 def _text(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    if isinstance(v, str):
+        return v
+    try:
+        return json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"a tool result must be text, bytes or JSON data: {e}") from e
 
 
 def _matches(pattern: list[str], path: list[PathItem]) -> bool:
