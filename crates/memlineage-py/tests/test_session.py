@@ -266,3 +266,12 @@ def test_messages_of_unknown_roles_are_refused(mem: Memory) -> None:
         s.observe([{"role": "wizard", "content": "x"}])
     with pytest.raises(InputError, match="chat message"):
         s.observe([42])
+
+
+def test_a_context_larger_than_an_entry_s_parents_is_refused(mem: Memory) -> None:
+    from memlineage.session import MAX_CONTEXT
+
+    s = Session(mem, trust=TRUST)
+    s._record([(f"message {i}", "user", "user_input", {}, None) for i in range(MAX_CONTEXT + 1)])
+    with pytest.raises(InputError, match="more than the 1024 parents"):
+        s.note("too much to name")

@@ -31,6 +31,11 @@ from .memory import DEFAULT_SCOPE, EntryRef, Memory, entry_id
 from .trust import TrustMap
 
 
+#: The most entries a session's context may hold when the model writes: an entry has at most
+#: 1024 parents (``docs/formats.md``), and every entry of the context is a parent.
+MAX_CONTEXT = 1024
+
+
 class Session:
     """One conversation's lineage capture over a :class:`~memlineage.Memory`.
 
@@ -219,6 +224,12 @@ class Session:
                 raise InputError(
                     "the session's context is empty: record what the model was shown (user, "
                     "tool_result, recall) before the model writes"
+                )
+            if len(self._ids) > MAX_CONTEXT:
+                raise InputError(
+                    f"the session's context holds {len(self._ids)} entries, more than the "
+                    f"{MAX_CONTEXT} parents an entry may have: the model's note cannot name "
+                    "everything it saw; start a new session (recall what matters into it)"
                 )
             e = self.memory.add(
                 text,
