@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import pickle
 import sqlite3
 import stat
 from collections.abc import Callable
@@ -165,7 +166,19 @@ def test_result_objects_are_frozen_values(mem: Memory) -> None:
     assert d["label"] == "TRUSTED" and d["id"] == e.id and d["parents"] == []
     json.dumps(d)  # JSON-ready
     r = mem.search("value object")
-    assert r == mem.search("value object")
+    assert r == mem.search("value object") and isinstance(r, list)
+    assert r.ids == [e.id] and [x.id for x in r] == [e.id] and r[0].content == e.content
+    changes: list[Callable[[], object]] = [
+        lambda: r.append(e),
+        lambda: r.clear(),
+        lambda: r.__setitem__(0, e),
+        lambda: r.sort(),
+    ]
+    for change in changes:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            change()
+    assert len(r) == 1
+    assert pickle.loads(pickle.dumps(r)) == r
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.rendered = "x"
     json.dumps(r.to_dict())

@@ -12,7 +12,7 @@ import dataclasses
 import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ._record import Record, plain
 from .errors import IntegrityError
@@ -178,54 +178,67 @@ class Dropped(Record):
     reason: str
 
 
-class Recall(tuple[Recalled, ...]):
-    """The verified result of a search or recall: a sequence of :class:`Recalled` (best match
-    first), the prompt rendering of exactly those entries (:meth:`render`), and its hash h_ctx
-    (:attr:`context_hash`), to sign into whatever is derived from this context.
+def _frozen(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise dataclasses.FrozenInstanceError("a Recall cannot be changed (it is what was verified)")
 
-    Entries that failed verification are in :attr:`dropped`, never in the sequence."""
 
+class Recall(list[Recalled]):
+    """The verified result of a search or recall: a list of :class:`Recalled` (best match
+    first) that cannot be changed, the prompt rendering of exactly those entries
+    (:meth:`render`), and its hash h_ctx (:attr:`context_hash`), to sign into whatever is
+    derived from this context.
+
+    Entries that failed verification are in :attr:`dropped`, never in the list."""
+
+    __slots__ = ("checkpoint_size", "context_hash", "dropped", "rendered")
     rendered: str
     context_hash: str
     dropped: tuple[Dropped, ...]
     checkpoint_size: int | None
 
-    def __new__(
-        cls,
+    def __init__(
+        self,
         entries: Iterable[Recalled],
         rendered: str,
         context_hash: str,
         dropped: Iterable[Dropped] = (),
         checkpoint_size: int | None = None,
-    ) -> Recall:
-        self = super().__new__(cls, entries)
+    ) -> None:
+        list.__init__(self, entries)
         object.__setattr__(self, "rendered", rendered)
         object.__setattr__(self, "context_hash", context_hash)
         object.__setattr__(self, "dropped", tuple(dropped))
         object.__setattr__(self, "checkpoint_size", checkpoint_size)
-        return self
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    # What was verified and rendered together stays together.
+    __setattr__ = __delattr__ = _frozen
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _frozen
+    append = extend = insert = remove = pop = clear = sort = reverse = _frozen
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Recall):
-            return NotImplemented
-        return tuple.__eq__(self, other) and (
-            (self.rendered, self.context_hash, self.dropped)
-            == (other.rendered, other.context_hash, other.dropped)
-        )
+        if isinstance(other, Recall):
+            return list.__eq__(self, other) and (
+                (self.rendered, self.context_hash, self.dropped)
+                == (other.rendered, other.context_hash, other.dropped)
+            )
+        return list.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
+        return not self.__eq__(other)
 
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]
         return hash(self.context_hash)
 
     def __repr__(self) -> str:
         return (
-            f"Recall({list(self)!r}, context_hash={self.context_hash!r}, dropped={self.dropped!r})"
+            f"Recall({list.__repr__(self)}, context_hash={self.context_hash!r}, "
+            f"dropped={self.dropped!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            Recall,
+            (list(self), self.rendered, self.context_hash, self.dropped, self.checkpoint_size),
         )
 
     def render(self) -> str:

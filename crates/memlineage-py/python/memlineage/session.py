@@ -30,7 +30,6 @@ from .gate import Decision, Policy
 from .memory import DEFAULT_SCOPE, EntryRef, Memory, entry_id
 from .trust import TrustMap
 
-
 #: The most entries a session's context may hold when the model writes: an entry has at most
 #: 1024 parents (``docs/formats.md``), and every entry of the context is a parent.
 MAX_CONTEXT = 1024
