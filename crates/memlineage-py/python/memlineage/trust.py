@@ -6,7 +6,8 @@ counterparties' IBANs, while each sender wrote the subject line. A :class:`ToolT
 author of a tool's results and, for structured results, the authors of particular fields, so
 that a value the bank supplied stays trusted while text a sender supplied stays external.
 
-Field paths are dot-separated keys of the result (parsed from JSON when it is a JSON string),
+Field paths are dot-separated keys of the result (parsed from JSON when it is a JSON string;
+pydantic models, dataclasses, enums and dates are turned into JSON data first),
 with ``*`` for any key or list item: ``"subject"``, ``"*.subject"`` (every item of a list),
 ``"transactions.*.subject"``, ``"*"`` (every top-level value).
 
@@ -16,6 +17,9 @@ external principal ``web``: what nobody vouched for is untrusted (fail closed).
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import enum
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,7 +93,7 @@ class TrustMap(Record):
         trust = self.tool(tool)
         if isinstance(result, (bytes, bytearray)):
             result = bytes(result).decode("utf-8", "replace")
-        data: Any = result
+        data: Any = _plain_data(result)
         if isinstance(result, str):
             if not trust.fields:
                 return [Part(trust.author, result, None)]
@@ -103,6 +107,25 @@ class TrustMap(Record):
         taken: list[Part] = []
         rest = _take(data, [], patterns, trust.author, taken)
         return [Part(trust.author, _text(rest), None), *taken]
+
+
+def _plain_data(v: Any) -> Any:
+    """Structured results as JSON data: pydantic models (``model_dump``), dataclasses, enums,
+    dates and times, mappings and sequences, recursively; anything else as it is."""
+    dump = getattr(v, "model_dump", None)
+    if callable(dump) and not isinstance(v, type):
+        return _plain_data(dump(mode="json"))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return _plain_data(dataclasses.asdict(v))
+    if isinstance(v, enum.Enum):
+        return v.value
+    if isinstance(v, (datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, Mapping):
+        return {str(k): _plain_data(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain_data(x) for x in v]
+    return v
 
 
 def _text(v: Any) -> str:
