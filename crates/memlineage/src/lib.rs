@@ -33,3 +33,16 @@ pub use memory::{
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;
 pub use store::{Backend, BackendRead, MemoryStore, OpenMode, StoreLocation};
+
+#[cfg(test)]
+mod tests {
+    /// The handle and its errors cross threads (the HTTP service, the Python bindings).
+    #[test]
+    fn the_handle_and_errors_are_send_and_sync() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<crate::Memory>();
+        send_sync::<crate::Error>();
+        send_sync::<crate::StoreLocation>();
+        send_sync::<Box<dyn crate::Backend>>();
+    }
+}

@@ -213,7 +213,11 @@ impl Drop for Snapshot<'_> {
     fn drop(&mut self) {
         // Ending a read transaction cannot lose data; a failure leaves the connection in a
         // transaction, which the pool then discards.
-        if self.conn.execute_batch("COMMIT").is_err() {
+        let ended = self
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut end| end.execute([]));
+        if ended.is_err() {
             self.conn.discard();
         }
     }
