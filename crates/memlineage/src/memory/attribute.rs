@@ -101,9 +101,19 @@ impl Memory {
                 weight: by_id.get(id).copied().unwrap_or(Weight::ONE),
             })
             .collect();
+        // The answer's own name when it has one (the judge mode that answered).
+        let answered_as = match result.name {
+            Some(own) => AttributionName::try_from(own.clone()).map_err(|e| {
+                InputError::Attribution {
+                    name: own,
+                    problem: format!("cannot be recorded: {e}"),
+                }
+            })?,
+            None => attribution,
+        };
         Ok(AttributedParents {
             parents,
-            attribution,
+            attribution: answered_as,
             fell_back: result.fell_back,
             unread,
         })
