@@ -103,12 +103,12 @@ impl Memory {
             .collect();
         // The answer's own name when it has one (the judge mode that answered).
         let answered_as = match result.name {
-            Some(own) => AttributionName::try_from(own.clone()).map_err(|e| {
-                InputError::Attribution {
+            Some(own) => {
+                AttributionName::try_from(own.clone()).map_err(|e| InputError::Attribution {
                     name: own,
                     problem: format!("cannot be recorded: {e}"),
-                }
-            })?,
+                })?
+            }
             None => attribution,
         };
         Ok(AttributedParents {
