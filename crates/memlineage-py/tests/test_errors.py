@@ -101,7 +101,7 @@ def test_messages_are_the_clis(cli: Path, disk: Memory, store_path: Path, tmp_pa
         (RefusedError, lambda m: m.add("x", principal="gone"), ["write", "--as", "gone", "x"]),
         (InputError, lambda m: m.add(""), ["write", ""]),
         (
-            NotFoundError,
+            InputError,
             lambda m: m.add("x", parents=[missing]),
             ["write", "--parent", missing, "x"],
         ),
