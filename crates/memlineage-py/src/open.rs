@@ -106,7 +106,8 @@ fn being_initialised(e: &Error) -> bool {
 /// Whether the store is a fresh one whose creator has not yet registered the default
 /// principals (their keys are on disk, the log is shorter than genesis plus them).
 fn initialising(mem: &Memory, keys: &Path) -> Result<bool, Fail> {
-    if mem.size()? >= 1 + DEFAULT_PRINCIPALS.len() as u64 {
+    // Genesis, then one registry record per default principal.
+    if mem.size()? > DEFAULT_PRINCIPALS.len() as u64 {
         return Ok(false);
     }
     for (n, _) in DEFAULT_PRINCIPALS {
