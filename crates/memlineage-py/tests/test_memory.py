@@ -24,6 +24,7 @@ from memlineage import (
     Recall,
     RefusedError,
     TrustClass,
+    UnavailableError,
 )
 
 from .conftest import ATTACKER_IBAN, BILL
@@ -80,6 +81,14 @@ def test_open_without_create_and_the_environment(
     with Memory.open() as m:
         assert m.location == ".memlineage/store.db"
     assert (tmp_path / ".memlineage" / "store.db").is_file()
+
+
+def test_store_locations(tmp_path: Path) -> None:
+    with Memory.open(f"sqlite:{tmp_path / 'a.db'}") as m:
+        assert m.location == str(tmp_path / "a.db") and m.created
+    with pytest.raises(UnavailableError) as e:
+        Memory.open("postgres://alice:secret@db.example/mem")
+    assert "secret" not in str(e.value) and "alice" in str(e.value)
 
 
 def test_custom_label_rule_at_creation_and_stricter_handles(tmp_path: Path) -> None:
