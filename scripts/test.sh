@@ -12,3 +12,6 @@ cd "$(dirname "$0")/.."
 
 echo "== cargo tests (workspace, every feature)"
 cargo test --workspace --release --all-features
+
+echo "== python package tests (wheel, pytest, mypy --strict, ruff)"
+scripts/python-test.sh
