@@ -176,13 +176,7 @@ impl Memory {
     fn context_entries(&self, ids: &[EntryId]) -> Result<(Vec<ContextEntry>, ParentLists), Error> {
         let r = self.recall(ids)?;
         if let Some(d) = r.dropped.first() {
-            return Err(IntegrityError::new(
-                IntegrityCheck::Verification,
-                format!("context entry {} failed verification: {}", d.id, d.reason),
-            )
-            .at(d.index)
-            .entry(d.id)
-            .into());
+            return Err(failed_verification(d));
         }
         let mut found: BTreeMap<EntryId, (ContextEntry, Vec<EntryId>)> = BTreeMap::new();
         for v in &r.entries {
@@ -197,10 +191,7 @@ impl Memory {
         if !missing.is_empty() {
             let hidden = self.recall_lineage(&missing)?;
             if let Some(d) = hidden.dropped.first() {
-                return Err(Error::Integrity(format!(
-                    "context entry {} failed verification: {}",
-                    d.id, d.reason
-                )));
+                return Err(failed_verification(d));
             }
             for v in &hidden.entries {
                 let parents = v.entry.body().parents.iter().map(|p| p.id).collect();
@@ -214,7 +205,7 @@ impl Memory {
                 }
                 // A control record (or an entry retrieval does not return at all): its
                 // content is not something the gate can read as data.
-                let (writer, kind) = match self.store.entry_by_id(&id)? {
+                let (writer, kind) = match self.reads().entry_by_id(&id)? {
                     Some(stored) => {
                         match memlineage_core::entry::SignedEntry::from_leaf(&stored.leaf) {
                             Ok(e) => (e.body().writer.clone(), e.body().kind),
@@ -335,4 +326,16 @@ fn untrusted_as_forgotten(e: &mut ContextEntry) {
     if e.taint_path.first() != Some(&e.id) {
         e.taint_path = vec![e.id];
     }
+}
+
+/// The error for a context entry that fails verification: the gate refuses the call and
+/// names the entry (issue 11, context integrity), never drops it silently.
+fn failed_verification(d: &super::retrieve::Dropped) -> Error {
+    IntegrityError::new(
+        IntegrityCheck::Verification,
+        format!("context entry {} failed verification: {}", d.id, d.reason),
+    )
+    .at(d.index)
+    .entry(d.id)
+    .into()
 }
