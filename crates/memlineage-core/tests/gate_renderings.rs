@@ -294,19 +294,45 @@ proptest! {
     /// of it, however it is written.
     #[test]
     fn a_prefix_of_a_trusted_iban_is_not_carried(
-        v in iban(false),
+        v in iban(false).prop_filter("a prefix of 15 or more", |v| v.len() > 15),
         cut in 1usize..6,
         seed in any::<u64>(),
     ) {
         let policy = Ty::Iban.policy();
         let kind = ParamType::Iban;
-        let prefix = &v[..v.len() - cut];
-        prop_assume!(prefix.len() >= 15);
+        let prefix = &v[..v.len() - 1 - (cut - 1) % (v.len() - 15)];
         let r = render(&kind, &v, seed, Reading::Denotes);
         let ctx = [entry("user", TrustLabel::Trusted, EntryKind::UserInput, &format!("My IBAN is {r}."))];
         let c = call(prefix);
         let d = run(&policy, &GateInput::new(&c, &ctx, tau()));
         prop_assert_eq!(d.reasons[0].outcome, Outcome::UnjustifiedDenied, "{}", d.reasons[0].message());
+    }
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// Identifiers match whole, for every identifier-like type: a trusted entry holding a
+    /// longer identifier — V with characters glued before it (V a suffix) or after it (V a
+    /// prefix), however both are rendered — does not justify V.
+    #[test]
+    fn a_part_of_a_longer_trusted_identifier_is_not_carried(
+        (ty, v) in prop::sample::select(vec![Ty::Iban, Ty::Token, Ty::Email])
+            .prop_flat_map(|t| (Just(t), value(t, true))),
+        extra in "[A-Z0-9]{1,4}",
+        v_is_prefix in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let policy = ty.policy();
+        let kind = ty.kind();
+        let extra = if matches!(ty, Ty::Email) { extra.to_lowercase() } else { extra };
+        let rv = render(&kind, &v, seed, Reading::Denotes);
+        let rx = render(&kind, &extra, seed ^ 1, Reading::Denotes);
+        let longer = if v_is_prefix { format!("{rv}{rx}") } else { format!("{rx}{rv}") };
+        let ctx = [entry("user", TrustLabel::Trusted, EntryKind::UserInput, &format!("Use {longer} please."))];
+        let c = call(&v);
+        let d = run(&policy, &GateInput::new(&c, &ctx, tau()));
+        prop_assert_eq!(d.reasons[0].outcome, Outcome::UnjustifiedDenied, "{:?} in {:?}: {}", v, longer, d.reasons[0].message());
     }
 }
 

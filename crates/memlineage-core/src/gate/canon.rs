@@ -186,16 +186,27 @@ pub fn digit_reading(text: &str) -> Cow<'_, str> {
             continue;
         }
         // A single space inside a number groups its digits (`l OOO OOO`).
+        let mut last_space = None;
         while i < b.len()
             && (part(b[i]) || (b[i] == b' ' && i + 1 < b.len() && part(b[i + 1]) && part(b[i - 1])))
         {
+            if b[i] == b' ' {
+                last_space = Some(i);
+            }
             i += 1;
         }
-        let glued = i < b.len() && b[i].is_ascii_alphabetic();
+        let mut glued = i < b.len() && b[i].is_ascii_alphabetic();
+        if let (true, Some(sp)) = (glued, last_space) {
+            // The group after the last space is the start of a word (`lO October`): the
+            // number ends before it.
+            i = sp;
+            glued = false;
+        }
         let token = &b[start..i];
         let has_digit = token.iter().any(u8::is_ascii_digit);
         let letters = token.iter().filter(|&&c| spelt(c)).count();
-        if glued || letters == 0 || !(has_digit || (2..=3).contains(&token.len())) {
+        let lone = token.len() == 1 && beside_a_number_word(b, start, i);
+        if glued || letters == 0 || !(has_digit || (2..=3).contains(&token.len()) || lone) {
             continue;
         }
         for k in start..i {
@@ -210,6 +221,58 @@ pub fn digit_reading(text: &str) -> Cow<'_, str> {
         Ok(s) => Cow::Owned(s),
         Err(_) => r,
     }
+}
+
+/// Whether the one-character token `b[start..end]` stands beside a word that makes it a number:
+/// a month name (`l January 2024`, `Jan. l, 2024`) or a currency (`l EUR`, `$l`, `€ l`), with at
+/// most white space and one `.` or `,` between. A lone `I` or `l` elsewhere is a word.
+fn beside_a_number_word(b: &[u8], start: usize, end: usize) -> bool {
+    const MONTHS: [&[u8]; 12] = [
+        b"january",
+        b"february",
+        b"march",
+        b"april",
+        b"may",
+        b"june",
+        b"july",
+        b"august",
+        b"september",
+        b"october",
+        b"november",
+        b"december",
+    ];
+    let numeric = |w: &[u8]| {
+        let lower = w.to_ascii_lowercase();
+        let month = w.len() >= 3
+            && MONTHS
+                .iter()
+                .any(|m| lower.as_slice() == *m || (w.len() == 3 && m.starts_with(&lower)));
+        let code = w.len() == 3 && w.iter().all(u8::is_ascii_uppercase);
+        month || code
+    };
+    let gap = |c: u8| matches!(c, b' ' | b'.' | b',');
+    // After: skip the gap, then a word or a currency sign.
+    let mut j = end;
+    while j < b.len() && gap(b[j]) && j - end < 3 {
+        j += 1;
+    }
+    let k = b[j..]
+        .iter()
+        .position(|c| !c.is_ascii_alphabetic())
+        .map_or(b.len(), |n| j + n);
+    if numeric(&b[j..k]) || b.get(j).is_some_and(|&c| c == b'$' || !c.is_ascii()) {
+        return true;
+    }
+    // Before: skip the gap backwards, then a word or a currency sign.
+    let mut j = start;
+    while j > 0 && gap(b[j - 1]) && start - j < 3 {
+        j -= 1;
+    }
+    let k = b[..j]
+        .iter()
+        .rposition(|c| !c.is_ascii_alphabetic())
+        .map_or(0, |n| n + 1);
+    numeric(&b[k..j]) || (j > 0 && (b[j - 1] == b'$' || !b[j - 1].is_ascii()))
 }
 
 /// Whether `b` separates the characters of an identifier in a reading: any ASCII byte that is
@@ -339,5 +402,12 @@ mod tests {
         );
         assert_eq!(digit_reading("July: I paid lots"), "July: I paid lots");
         assert_eq!(digit_reading("Pay to 10 0OO.0 now"), "Pay to 10 000.0 now");
+        // A lone letter is a digit beside a month or a currency, a word elsewhere.
+        assert_eq!(digit_reading("on l JaNuary 1990"), "on 1 JaNuary 1990");
+        assert_eq!(digit_reading("Jan. l, 2024"), "Jan. 1, 2024");
+        assert_eq!(digit_reading("lO OctOber 1990"), "10 OctOber 1990");
+        assert_eq!(digit_reading("pay l EUR or \u{20ac} l"), "pay 1 EUR or \u{20ac} 1");
+        assert_eq!(digit_reading("I paid; I May go"), "I paid; 1 May go");
+        assert_eq!(digit_reading("I did it. I think so"), "I did it. I think so");
     }
 }

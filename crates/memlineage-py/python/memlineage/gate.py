@@ -155,7 +155,8 @@ class Reason(Record):
 
     param: str
     #: ``justified``, ``unjustified_allowed``, ``unjustified_denied``, ``untrusted``,
-    #: ``repaired``, ``absent`` (or an outcome a later version adds).
+    #: ``repaired``, ``absent``, ``unlisted`` (an argument no parameter path covers, under
+    #: ``default = "deny"``) (or an outcome a later version adds).
     outcome: str
     #: ``citation``, ``value_match``, ``attribution`` or ``none``.
     via: str
@@ -175,7 +176,7 @@ class Reason(Record):
     @property
     def failed(self) -> bool:
         """Whether this parameter denies the call."""
-        return self.outcome in ("unjustified_denied", "untrusted")
+        return self.outcome in ("unjustified_denied", "untrusted", "unlisted")
 
 
 def _label(v: Any) -> Label | None:
@@ -210,7 +211,9 @@ class Decision(Record):
     dispatched: bool
     #: One sentence summing up the decision.
     summary: str
-    #: One reason per parameter the policy names for the tool, in name order.
+    #: One reason per value the policy's parameter paths reach (``param`` is the concrete
+    #: path: ``recipients[1]``, ``payee.iban``, ``body.url[0]``), in path order, then the
+    #: unlisted arguments under ``default = "deny"``.
     reasons: tuple[Reason, ...]
     #: The arguments to dispatch: the repaired ones for a repair (JSON values).
     arguments: Mapping[str, Any]
