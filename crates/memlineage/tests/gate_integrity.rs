@@ -36,13 +36,10 @@ fn call(name: &str, args: serde_json::Value) -> ToolCall {
     ToolCall::new(name, arguments)
 }
 
-fn note(
-    mem: &memlineage::Memory,
-    writer: &str,
-    kind: EntryKind,
-    text: &str,
-) -> EntryId {
-    mem.write(WriteRequest::new(&p(writer), kind, text)).unwrap().id
+fn note(mem: &memlineage::Memory, writer: &str, kind: EntryKind, text: &str) -> EntryId {
+    mem.write(WriteRequest::new(&p(writer), kind, text))
+        .unwrap()
+        .id
 }
 
 const EMAIL_POLICY: &str = r#"
@@ -51,7 +48,9 @@ const EMAIL_POLICY: &str = r#"
 body = { type = "free_text", unjustified = "allow", typed_values = ["url", "iban"] }
 "#;
 
-fn every_element_of_a_list_is_judged_and_repair_replaces_only_the_failing_one(store: fn() -> Box<dyn Backend>) {
+fn every_element_of_a_list_is_judged_and_repair_replaces_only_the_failing_one(
+    store: fn() -> Box<dyn Backend>,
+) {
     let mem = setup_with(store());
     let user = note(
         &mem,
@@ -85,7 +84,10 @@ fn every_element_of_a_list_is_judged_and_repair_replaces_only_the_failing_one(st
     // A list with a single element: the old "found an array" refusal is gone.
     let c1 = call("send_email", json!({"recipients": ["bob@example.com"]}));
     let out = mem
-        .gate(&policy, &GateRequest::new(c1, vec![user, mail], &p("agent")))
+        .gate(
+            &policy,
+            &GateRequest::new(c1, vec![user, mail], &p("agent")),
+        )
         .unwrap();
     assert_eq!(
         out.decision.decision,
@@ -196,7 +198,10 @@ fn a_url_inside_a_message_must_be_justified(store: fn() -> Box<dyn Backend>) {
         json!({"recipients": ["alice@example.com"], "body": "Hi Alice, the slides: https://docs.example.com/slides"}),
     );
     let out = mem
-        .gate(&policy, &GateRequest::new(ok, vec![user, page], &p("agent")))
+        .gate(
+            &policy,
+            &GateRequest::new(ok, vec![user, page], &p("agent")),
+        )
         .unwrap();
     assert_eq!(
         out.decision.decision,
@@ -209,7 +214,10 @@ fn a_url_inside_a_message_must_be_justified(store: fn() -> Box<dyn Backend>) {
         json!({"recipients": ["alice@example.com"], "body": "Hi Alice, log in at http://www.evil.example/login"}),
     );
     let out = mem
-        .gate(&policy, &GateRequest::new(bad, vec![user, page], &p("agent")))
+        .gate(
+            &policy,
+            &GateRequest::new(bad, vec![user, page], &p("agent")),
+        )
         .unwrap();
     let d = &out.decision;
     assert_eq!(d.decision, Decision::Deny);
@@ -282,7 +290,8 @@ fn a_forgotten_context_entry_counts_as_external(store: fn() -> Box<dyn Backend>)
         EntryKind::Observation,
         "Rent account: UK12 3456 7890 1234 5678 90",
     );
-    mem.forget(&p("operator"), &note_id, false, "cleanup").unwrap();
+    mem.forget(&p("operator"), &note_id, false, "cleanup")
+        .unwrap();
     let policy = Policy::parse(PAY).unwrap();
     let out = mem
         .gate(
@@ -351,7 +360,10 @@ fn a_distrusted_context_entry_taints_what_it_carries(store: fn() -> Box<dyn Back
     .unwrap();
     let policy = Policy::parse(PAY).unwrap();
     let out = mem
-        .gate(&policy, &GateRequest::new(pay(ATTACKER), vec![n], &p("agent")))
+        .gate(
+            &policy,
+            &GateRequest::new(pay(ATTACKER), vec![n], &p("agent")),
+        )
         .unwrap();
     assert_eq!(out.decision.decision, Decision::Deny);
     assert_eq!(out.decision.reasons[0].label, Some(TrustLabel::External));
@@ -472,7 +484,8 @@ fn a_judges_zero_for_a_padded_injected_parent_keeps_the_taint(store: fn() -> Box
         let out = mem.gate(&ctx_policy, &req).unwrap();
         assert_eq!(out.decision.decision, Decision::Deny);
         let user = note(&mem, "user", EntryKind::UserInput, "Pay the rent.");
-        let mut req = GateRequest::new(pay("GB29NWBK60161331926819"), vec![user, mail], &p("agent"));
+        let mut req =
+            GateRequest::new(pay("GB29NWBK60161331926819"), vec![user, mail], &p("agent"));
         req.attribution
             .insert("recipient".into(), vec![(mail, judged)]);
         let out = mem.gate(&ctx_policy, &req).unwrap();
@@ -510,7 +523,10 @@ fn a_rendered_iban_behind_a_trusted_summary_is_denied(store: fn() -> Box<dyn Bac
         Policy::parse("[tools.send_money.params]\nrecipient = { type = \"iban\" }\n").unwrap();
     for context in [vec![ask, summary.id], vec![ask, summary.id, page]] {
         let out = mem
-            .gate(&policy, &GateRequest::new(pay(ATTACKER), context, &p("agent")))
+            .gate(
+                &policy,
+                &GateRequest::new(pay(ATTACKER), context, &p("agent")),
+            )
             .unwrap();
         let r = &out.decision.reasons[0];
         assert_eq!(out.decision.decision, Decision::Deny, "{}", r.message());

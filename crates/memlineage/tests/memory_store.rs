@@ -1,7 +1,7 @@
 //! What is specific to the in-memory store. The shared behaviour (labels, laundering,
 //! revocation, forgetting, distrust, atomic batches, verify, retrieval, the gate) runs on both
 //! backends in `memory_write.rs` and `gate_banking.rs` (`all_stores!`: `sqlite::*` and
-//! `memory::*`). Here: an edited in-memory store caught by retrieval and verify (the SQLite
+//! `memory::*`). Here: an edited in-memory store caught by retrieval, verify and the gate (the SQLite
 //! counterpart edits the database file: `retrieval_drops_tampered_entries`), a conformance check
 //! against the SQLite store (the same log replayed into both gives the same nodes, roots, proofs,
 //! indexes and search ranking), and a large batch signed like single writes.
@@ -77,6 +77,51 @@ fn retrieval_and_verify_catch_an_edited_store() {
     assert_edited_vault_note_dropped(&mem, &a.id);
     let report = mem.verify(&mut |_, _| {}).unwrap();
     assert_eq!(report.problem_count, 1, "{:?}", report.problems);
+}
+
+/// Context integrity (issue 11): a context entry that fails verification is never dropped
+/// from the gate's context; the gate refuses the call with an error naming the entry.
+#[test]
+fn the_gate_refuses_a_call_whose_context_entry_was_edited() {
+    let mem = setup();
+    let a = write_vault_notes(&mem);
+    let request = mem
+        .write(WriteRequest::new(
+            &p("user"),
+            EntryKind::UserInput,
+            "Open the vault with code 1234.",
+        ))
+        .unwrap();
+    mem.checkpoint().unwrap();
+    let keys: Vec<_> = ["operator", "agent"]
+        .iter()
+        .map(|n| (p(n), mem.keys().get(&p(n)).unwrap()))
+        .collect();
+    let store = Tampered {
+        inner: move_store(mem),
+        index: a.index,
+        content: b"the vault code is 9999".to_vec(),
+    };
+    let mem = Memory::open(store).unwrap();
+    for (n, k) in keys {
+        mem.keys().insert(&n, k);
+    }
+    let policy = memlineage_core::gate::Policy::parse(
+        "[tools.open_vault.params]\ncode = { type = \"regex\", pattern = \"[0-9]{4}\" }\n",
+    )
+    .unwrap();
+    let serde_json::Value::Object(args) = serde_json::json!({"code": "9999"}) else {
+        unreachable!("an object literal")
+    };
+    let call = memlineage_core::gate::ToolCall::new("open_vault", args);
+    let req = memlineage::GateRequest::new(call, vec![request.id, a.id], &p("agent"));
+    match mem.gate(&policy, &req) {
+        Err(Error::Integrity(e)) => {
+            assert_eq!(e.id, Some(a.id));
+            assert!(e.detail.contains(&a.id.to_string()), "{}", e.detail);
+        }
+        other => panic!("expected an integrity error, got {other:?}"),
+    }
 }
 
 /// Moves the log of `mem` into a fresh in-memory store.

@@ -406,8 +406,14 @@ mod tests {
         assert_eq!(digit_reading("on l JaNuary 1990"), "on 1 JaNuary 1990");
         assert_eq!(digit_reading("Jan. l, 2024"), "Jan. 1, 2024");
         assert_eq!(digit_reading("lO OctOber 1990"), "10 OctOber 1990");
-        assert_eq!(digit_reading("pay l EUR or \u{20ac} l"), "pay 1 EUR or \u{20ac} 1");
+        assert_eq!(
+            digit_reading("pay l EUR or \u{20ac} l"),
+            "pay 1 EUR or \u{20ac} 1"
+        );
         assert_eq!(digit_reading("I paid; I May go"), "I paid; 1 May go");
-        assert_eq!(digit_reading("I did it. I think so"), "I did it. I think so");
+        assert_eq!(
+            digit_reading("I did it. I think so"),
+            "I did it. I think so"
+        );
     }
 }
