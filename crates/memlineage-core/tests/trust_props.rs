@@ -120,6 +120,32 @@ proptest! {
         prop_assert!(after >= before, "{:?} -> {:?}", before, after);
     }
 
+    /// Judged weights cannot erase taint (issue 11, item 4): under the strict fallback, a
+    /// weight of 0 on an untrusted parent (a judge's 0, a weight that rounded to 0, a parent
+    /// truncated before it was judged) gives exactly the label that one basis point gives.
+    #[test]
+    fn a_zero_weight_never_erases_an_untrusted_parent(
+        parents in proptest::collection::vec((0usize..4, 0u16..=10000), 1..6),
+        zeroed in 0usize..6,
+        tau in 0u16..=10000,
+    ) {
+        let tau = Weight::from_bp(tau).unwrap();
+        let edges: Vec<ParentEdge> = parents
+            .iter()
+            .map(|(l, w)| ParentEdge { label: TrustLabel::ALL[*l], weight: Weight::from_bp(*w).unwrap() })
+            .collect();
+        let i = zeroed % edges.len();
+        let mut zero = edges.clone();
+        zero[i].weight = Weight::ZERO;
+        let mut one = edges.clone();
+        one[i].weight = Weight::from_bp(1).unwrap();
+        let z = compute_label(TrustClass::Trusted, &zero, tau, Fallback::Strict).label;
+        let o = compute_label(TrustClass::Trusted, &one, tau, Fallback::Strict).label;
+        if edges[i].label.is_untrusted() {
+            prop_assert_eq!(z, o);
+        }
+    }
+
     /// Labels of roots are exactly the writer's class.
     #[test]
     fn roots_take_writer_class(tau in 0u16..=10000, ext in any::<bool>()) {
