@@ -21,7 +21,10 @@ fn input(tail: &[String]) -> Vec<u8> {
     let mut lines = vec![
         "this is not json".to_string(),
         r#"{"jsonrpc":"2.0","id":7,"method":42}"#.to_string(),
-        format!(r#"{{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{{"pad":"{}"}}}}"#, "a".repeat(5000)),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+            "a".repeat(5000)
+        ),
         INIT.to_string(),
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
     ];
@@ -37,19 +40,31 @@ fn check_transport_errors(replies: &[Value]) {
         .find(|r| r["error"]["code"] == -32700)
         .unwrap_or_else(|| panic!("no parse error: {replies:#?}"));
     assert_eq!(parse["id"], Value::Null);
-    assert!(parse["error"]["message"].as_str().unwrap().contains("not valid JSON"));
+    assert!(
+        parse["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
     let invalid = by_id(replies, json!(7));
     assert_eq!(invalid["error"]["code"], -32600, "{invalid:#}");
     let oversized = replies
         .iter()
-        .find(|r| r["error"]["message"].as_str().is_some_and(|m| m.contains("over this server's limit")))
+        .find(|r| {
+            r["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("over this server's limit"))
+        })
         .unwrap_or_else(|| panic!("no size error: {replies:#?}"));
     assert_eq!(oversized["error"]["code"], -32600);
     assert!(
         replies.iter().all(|r| r["id"] != json!(8)),
         "the oversized request was not read"
     );
-    assert!(by_id(replies, json!(1))["result"]["serverInfo"].is_object(), "{replies:#?}");
+    assert!(
+        by_id(replies, json!(1))["result"]["serverInfo"].is_object(),
+        "{replies:#?}"
+    );
 }
 
 #[test]
@@ -68,8 +83,18 @@ fn the_memory_server_answers_bad_input_and_writes_nothing() {
     );
     check_transport_errors(&replies);
     let unknown = by_id(&replies, json!(2));
-    assert!(unknown["error"]["message"].as_str().unwrap().contains("unknown tool"), "{unknown:#}");
-    for (id, want) in [(3, "unexpected argument `writer`"), (4, "not an entry id"), (5, "must be an integer")] {
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool"),
+        "{unknown:#}"
+    );
+    for (id, want) in [
+        (3, "unexpected argument `writer`"),
+        (4, "not an entry id"),
+        (5, "must be an integer"),
+    ] {
         let r = by_id(&replies, json!(id));
         assert_eq!(r["result"]["isError"], true, "{r:#}");
         let text = r["result"]["content"][0]["text"].as_str().unwrap();
@@ -94,15 +119,34 @@ fn the_gateway_answers_bad_input_and_writes_nothing() {
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bank__send_money","arguments":{}}}"#.to_string(),
     ];
     let replies = raw_stdio(
-        store.cmd(&["mcp", "gateway", "--config", config.to_str().unwrap(), "--max-message-bytes", "1000"]),
+        store.cmd(&[
+            "mcp",
+            "gateway",
+            "--config",
+            config.to_str().unwrap(),
+            "--max-message-bytes",
+            "1000",
+        ]),
         &input(&tail),
     );
     check_transport_errors(&replies);
     let unknown = by_id(&replies, json!(2));
-    assert!(unknown["error"]["message"].as_str().unwrap().contains("unknown tool"), "{unknown:#}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool"),
+        "{unknown:#}"
+    );
     let failed = by_id(&replies, json!(3));
     assert_eq!(failed["result"]["isError"], true, "{failed:#}");
-    assert!(failed["result"]["content"][0]["text"].as_str().unwrap().contains("cannot start"), "{failed:#}");
+    assert!(
+        failed["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("cannot start"),
+        "{failed:#}"
+    );
     assert_eq!(store.size(), size, "nothing was written");
 }
 
@@ -110,15 +154,31 @@ fn the_gateway_answers_bad_input_and_writes_nothing() {
 fn a_bad_gateway_configuration_is_refused_with_its_line() {
     let store = common::Store::init();
     let config = store.dir.path().join("gw.toml");
-    std::fs::write(&config, "[servers.bank]\ncommand = \"x\"\nprincipal = \"web\"\ncolour = \"red\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[servers.bank]\ncommand = \"x\"\nprincipal = \"web\"\ncolour = \"red\"\n",
+    )
+    .unwrap();
     let r = store.run(&["mcp", "gateway", "--config", config.to_str().unwrap()]);
     assert_eq!(r.code, 1, "{r:#?}");
     assert!(r.stderr.contains("line 4"), "{}", r.stderr);
-    std::fs::write(&config, "[servers.bank]\ncommand = \"x\"\nprincipal = \"nobody\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[servers.bank]\ncommand = \"x\"\nprincipal = \"nobody\"\n",
+    )
+    .unwrap();
     let r = store.run(&["mcp", "gateway", "--config", config.to_str().unwrap()]);
     assert_eq!(r.code, 1, "{r:#?}");
-    assert!(r.stderr.contains("`nobody` is not registered"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`nobody` is not registered"),
+        "{}",
+        r.stderr
+    );
     let r = store.run(&["mcp", "serve", "--as", "nobody"]);
     assert_eq!(r.code, 1, "{r:#?}");
-    assert!(r.stderr.contains("`nobody` is not registered"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`nobody` is not registered"),
+        "{}",
+        r.stderr
+    );
 }

@@ -47,8 +47,14 @@ mod tests {
 
     #[test]
     fn texts_as_they_are_binaries_by_digest() {
-        assert_eq!(block_text(&ContentBlock::text("a \"quoted\" line")), "a \"quoted\" line");
-        assert_eq!(block_text(&ContentBlock::embedded_text("file:///x", "inside")), "inside");
+        assert_eq!(
+            block_text(&ContentBlock::text("a \"quoted\" line")),
+            "a \"quoted\" line"
+        );
+        assert_eq!(
+            block_text(&ContentBlock::embedded_text("file:///x", "inside")),
+            "inside"
+        );
         let img = block_text(&ContentBlock::image("aGVsbG8=", "image/png"));
         assert!(img.contains("image/png"), "{img}");
         assert!(img.contains("sha256"), "{img}");

@@ -1,6 +1,8 @@
 //! Paths into a tool's structured result, in the syntax the gate uses for parameters
 //! (`payee.iban`, `recipients[]`, `transactions[].subject`): object keys separated by `.`, and
-//! `[]` after a key for every element of the array it holds.
+//! `[]` after a key for every element of the array it holds. A segment `*` stands for every
+//! value of an object or every element of an array, so the paths of the Python package's trust
+//! map (`transactions.*.subject`) mean the same here.
 //!
 //! The gateway uses them to say which principal authored which part of a result
 //! (`docs/mcp.md`, "Who authored a result").
@@ -15,6 +17,8 @@ enum Step {
     Key(String),
     /// Every element of an array.
     Each,
+    /// Every value of an object or element of an array.
+    Any,
 }
 
 /// A parsed field path.
@@ -41,6 +45,10 @@ impl FieldPath {
         }
         let mut steps = Vec::new();
         for segment in text.split('.') {
+            if segment == "*" {
+                steps.push(Step::Any);
+                continue;
+            }
             let mut key = segment;
             let mut each = 0;
             while let Some(rest) = key.strip_suffix("[]") {
@@ -50,8 +58,10 @@ impl FieldPath {
             if key.is_empty() || key.len() > 64 {
                 return bad("every key is 1 to 64 bytes");
             }
-            if key.contains(['[', ']']) {
-                return bad("`[` and `]` only appear as `[]` after a key");
+            if key.contains(['[', ']', '*']) {
+                return bad(
+                    "`[` and `]` only appear as `[]` after a key, `*` only as a whole segment",
+                );
             }
             steps.push(Step::Key(key.to_string()));
             steps.extend(std::iter::repeat_n(Step::Each, each));
@@ -75,7 +85,8 @@ impl FieldPath {
             for v in here {
                 match (step, v) {
                     (Step::Key(k), Value::Object(m)) => next.extend(m.get(k)),
-                    (Step::Each, Value::Array(items)) => next.extend(items.iter()),
+                    (Step::Each | Step::Any, Value::Array(items)) => next.extend(items.iter()),
+                    (Step::Any, Value::Object(m)) => next.extend(m.values()),
                     _ => {}
                 }
             }
@@ -103,11 +114,20 @@ fn remove_at(v: &mut Value, steps: &[Step]) {
                 remove_at(child, rest);
             }
         }
-        (Step::Each, Value::Array(items)) => {
+        (Step::Each | Step::Any, Value::Array(items)) => {
             if rest.is_empty() {
                 items.clear();
             } else {
                 for item in items {
+                    remove_at(item, rest);
+                }
+            }
+        }
+        (Step::Any, Value::Object(m)) => {
+            if rest.is_empty() {
+                m.clear();
+            } else {
+                for item in m.values_mut() {
                     remove_at(item, rest);
                 }
             }
@@ -149,7 +169,12 @@ mod tests {
             FieldPath::parse("account").unwrap().select(&v),
             vec![&json!("GB29NWBK60161331926819")]
         );
-        assert!(FieldPath::parse("nothing.here").unwrap().select(&v).is_empty());
+        assert!(
+            FieldPath::parse("nothing.here")
+                .unwrap()
+                .select(&v)
+                .is_empty()
+        );
         assert!(FieldPath::parse("account[]").unwrap().select(&v).is_empty());
     }
 
@@ -166,6 +191,19 @@ mod tests {
     }
 
     #[test]
+    fn a_star_is_any_key_or_element() {
+        let v = statement();
+        let star = FieldPath::parse("transactions.*.subject").unwrap();
+        let brackets = FieldPath::parse("transactions[].subject").unwrap();
+        assert_eq!(star.select(&v), brackets.select(&v));
+        assert_eq!(FieldPath::parse("*").unwrap().select(&v).len(), 2);
+        let mut w = v.clone();
+        star.remove(&mut w);
+        assert!(brackets.select(&w).is_empty());
+        assert!(FieldPath::parse("a*").is_err());
+    }
+
+    #[test]
     fn nested_arrays() {
         let p = FieldPath::parse("rows[][]").unwrap();
         let v = json!({"rows": [[1, 2], [3]]});
@@ -174,7 +212,9 @@ mod tests {
 
     #[test]
     fn rejects_malformed_paths() {
-        for bad in ["", ".a", "a.", "a..b", "a[0]", "a[", "[]", "a.[]", "a]b"] {
+        for bad in [
+            "", ".a", "a.", "a..b", "a[0]", "a[", "[]", "a.[]", "a]b", "*[]", "a.b*",
+        ] {
             let e = FieldPath::parse(bad).unwrap_err();
             assert!(e.contains("invalid field path"), "{bad}: {e}");
         }

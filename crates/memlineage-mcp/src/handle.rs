@@ -112,8 +112,8 @@ pub fn write_all(
     let reqs = entries
         .into_iter()
         .map(|e| {
-            let mut req = WriteRequest::new(&e.writer, e.kind, e.text.into_bytes())
-                .with_scope(scope.clone());
+            let mut req =
+                WriteRequest::new(&e.writer, e.kind, e.text.into_bytes()).with_scope(scope.clone());
             if !e.parents.is_empty() {
                 req = req.with_parents(e.parents, &e.attribution);
             }

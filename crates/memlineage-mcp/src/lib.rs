@@ -93,7 +93,9 @@ pub fn serve(mem: Mem, opts: ServeOptions) -> Result<(), String> {
     run(async move {
         match opts.listen {
             Listen::Stdio => listen::stdio(server, opts.max_message).await,
-            Listen::Http(addr) => listen::http(move || server.clone(), addr, opts.max_message).await,
+            Listen::Http(addr) => {
+                listen::http(move || server.clone(), addr, opts.max_message).await
+            }
         }
     })
 }
@@ -113,8 +115,8 @@ pub fn gateway(mem: Mem, opts: GatewayOptions) -> Result<(), String> {
     let mut classes = BTreeMap::new();
     for s in &config.servers {
         for p in s.principals() {
-            let class = check_signer(&mem, &p, None)
-                .map_err(|e| format!("[servers.{}]: {e}", s.name))?;
+            let class =
+                check_signer(&mem, &p, None).map_err(|e| format!("[servers.{}]: {e}", s.name))?;
             classes.insert(p, class);
         }
     }
@@ -154,7 +156,11 @@ fn resolve_recorder(mem: &Mem, given: Option<&str>) -> Result<String, String> {
         Some(n) => n.to_string(),
         None => handle::operator(mem).map_err(|e| e.0)?,
     };
-    check_signer(mem, &name, Some("the recorder of session records and gate decisions"))?;
+    check_signer(
+        mem,
+        &name,
+        Some("the recorder of session records and gate decisions"),
+    )?;
     Ok(name)
 }
 

@@ -133,10 +133,7 @@ impl MemoryServer {
         })
         .await
         .map_err(|e| e.0)?;
-        let w = written
-            .first()
-            .ok_or("the store wrote nothing")?
-            .clone();
+        let w = written.first().ok_or("the store wrote nothing")?.clone();
         // The agent knows its own note: later notes derive from it too.
         self.sessions
             .show_ids(&mut s, vec![w.id])
@@ -196,7 +193,11 @@ impl MemoryServer {
         let mermaid = match args.opt_string("format")?.as_deref() {
             None | Some("text") => false,
             Some("mermaid") => true,
-            Some(other) => return Err(format!("`format` must be \"text\" or \"mermaid\", not {other:?}")),
+            Some(other) => {
+                return Err(format!(
+                    "`format` must be \"text\" or \"mermaid\", not {other:?}"
+                ));
+            }
         };
         let depth = args.opt_int("depth", 1, 64)?.unwrap_or(16) as usize;
         args.done()?;
@@ -206,10 +207,7 @@ impl MemoryServer {
         .await
         .map_err(|e| e.0)?;
         let mut s = session.lock().await;
-        self.sessions
-            .show_ids(&mut s, ids)
-            .await
-            .map_err(|e| e.0)?;
+        self.sessions.show_ids(&mut s, ids).await.map_err(|e| e.0)?;
         Ok(text)
     }
 
@@ -263,7 +261,9 @@ impl ServerHandler for MemoryServer {
         let name = request.name.to_string();
         if !self.tools().iter().any(|t| t.name == name) {
             return Err(McpError::invalid_params(
-                format!("unknown tool `{name}`: this server has remember, recall, lineage and forget"),
+                format!(
+                    "unknown tool `{name}`: this server has remember, recall, lineage and forget"
+                ),
                 None,
             ));
         }

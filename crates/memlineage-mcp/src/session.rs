@@ -201,8 +201,7 @@ pub fn write_record(
         since,
         seen: new.to_vec(),
     };
-    let text =
-        serde_json::to_string(&rec).map_err(|e| MemError(format!("session record: {e}")))?;
+    let text = serde_json::to_string(&rec).map_err(|e| MemError(format!("session record: {e}")))?;
     handle::write_all(
         mem,
         scope,

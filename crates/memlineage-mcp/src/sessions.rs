@@ -87,7 +87,10 @@ impl Sessions {
     }
 
     /// The session a request with this `_meta` belongs to, restored from the log on first use.
-    pub async fn session(&self, meta: Option<&Map<String, Value>>) -> Result<SessionHandle, String> {
+    pub async fn session(
+        &self,
+        meta: Option<&Map<String, Value>>,
+    ) -> Result<SessionHandle, String> {
         let key = match meta.and_then(|m| m.get(SESSION_KEY)) {
             None => self.default_key.clone(),
             Some(Value::String(k)) => {
@@ -141,7 +144,10 @@ impl Sessions {
         let written = if to_write.is_empty() {
             Vec::new()
         } else {
-            handle::blocking(&self.mem, move |mem| handle::write_all(mem, &scope, to_write)).await?
+            handle::blocking(&self.mem, move |mem| {
+                handle::write_all(mem, &scope, to_write)
+            })
+            .await?
         };
         let mut written = written.into_iter();
         let mut out = Vec::with_capacity(texts.len());
@@ -149,9 +155,9 @@ impl Sessions {
             let id = match id {
                 Some(id) => id,
                 None => {
-                    let w = written
-                        .next()
-                        .ok_or_else(|| MemError("the store wrote fewer entries than asked".into()))?;
+                    let w = written.next().ok_or_else(|| {
+                        MemError("the store wrote fewer entries than asked".into())
+                    })?;
                     session.remember_text(&t.entry.writer, &t.part, &t.entry.text, w.id);
                     w.id
                 }
@@ -212,7 +218,8 @@ impl Sessions {
             );
             return Ok(());
         };
-        let entry = NewEntry::new(user, EntryKind::UserInput, text.clone()).meta("mcp.part", "user_request");
+        let entry = NewEntry::new(user, EntryKind::UserInput, text.clone())
+            .meta("mcp.part", "user_request");
         self.show_texts(
             session,
             vec![ShownText {

@@ -51,7 +51,8 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
     }
 
     fn reply_error(&self, id: Value, code: i64, message: String) {
-        let reply = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+        let reply =
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         let mut line = reply.to_string().into_bytes();
         line.push(b'\n');
         let _ = self.out.send(line);
@@ -114,9 +115,9 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
             .map_err(std::io::Error::other)
             .and_then(|mut line| {
                 line.push(b'\n');
-                self.out
-                    .send(line)
-                    .map_err(|_| std::io::Error::new(std::io::ErrorKind::NotConnected, "stdout closed"))
+                self.out.send(line).map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::NotConnected, "stdout closed")
+                })
             });
         std::future::ready(sent)
     }
@@ -148,7 +149,9 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
                 Err(e) => self.reply_error(
                     id,
                     -32600,
-                    format!("Invalid Request: not a JSON-RPC 2.0 MCP message this server accepts ({e})"),
+                    format!(
+                        "Invalid Request: not a JSON-RPC 2.0 MCP message this server accepts ({e})"
+                    ),
                 ),
             }
         }

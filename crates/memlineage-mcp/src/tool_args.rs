@@ -9,7 +9,12 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 /// A tool definition with an object schema of `properties`, `required` keys and no others.
-pub fn tool(name: &'static str, description: &'static str, properties: Value, required: &[&str]) -> Tool {
+pub fn tool(
+    name: &'static str,
+    description: &'static str,
+    properties: Value,
+    required: &[&str],
+) -> Tool {
     let schema = json!({
         "type": "object",
         "properties": properties,
@@ -62,7 +67,10 @@ impl Args {
         match self.map.remove(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(format!("argument `{key}` must be a string, not {}", kind(&other))),
+            Some(other) => Err(format!(
+                "argument `{key}` must be a string, not {}",
+                kind(&other)
+            )),
         }
     }
 
@@ -72,9 +80,14 @@ impl Args {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => match n.as_i64() {
                 Some(i) if (min..=max).contains(&i) => Ok(Some(i)),
-                _ => Err(format!("argument `{key}` must be an integer from {min} to {max}, not {n}")),
+                _ => Err(format!(
+                    "argument `{key}` must be an integer from {min} to {max}, not {n}"
+                )),
             },
-            Some(other) => Err(format!("argument `{key}` must be an integer, not {}", kind(&other))),
+            Some(other) => Err(format!(
+                "argument `{key}` must be an integer, not {}",
+                kind(&other)
+            )),
         }
     }
 
@@ -83,7 +96,10 @@ impl Args {
         match self.map.remove(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(b)),
-            Some(other) => Err(format!("argument `{key}` must be true or false, not {}", kind(&other))),
+            Some(other) => Err(format!(
+                "argument `{key}` must be true or false, not {}",
+                kind(&other)
+            )),
         }
     }
 

@@ -49,7 +49,11 @@ pub fn peer(name: &str) -> PathBuf {
 /// A store with the banking principals: `user` and `bank` trusted, `senders` external.
 pub fn bank_store() -> Store {
     let s = Store::init();
-    for (name, class) in [("user", "trusted"), ("bank", "trusted"), ("senders", "external")] {
+    for (name, class) in [
+        ("user", "trusted"),
+        ("bank", "trusted"),
+        ("senders", "external"),
+    ] {
         s.run(&["principal", "add", name, "--class", class]).ok();
     }
     s
@@ -146,7 +150,10 @@ pub fn run_client(py: &Path, store: &Store, server: Value, steps: Value) -> Vec<
         "the client failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         out.status
     );
-    assert!(!stderr.contains("panicked"), "a process panicked:\n{stderr}");
+    assert!(
+        !stderr.contains("panicked"),
+        "a process panicked:\n{stderr}"
+    );
     let results: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -205,12 +212,12 @@ pub fn start_and_wait(mut cmd: Command, marker: &str) -> (Guard, String) {
         .expect("spawn");
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
-    let marker = marker.to_string();
+    let wanted = marker.to_string();
     std::thread::spawn(move || {
         let mut sent = false;
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
-            if !sent && line.contains(&marker) {
+            if !sent && line.contains(&wanted) {
                 let _ = tx.send(line);
                 sent = true;
             }

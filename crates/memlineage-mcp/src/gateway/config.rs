@@ -166,8 +166,12 @@ impl GatewayConfig {
     /// Reads and checks the configuration file at `path`; relative paths in it are relative to
     /// its directory.
     pub fn load(path: &Path) -> Result<GatewayConfig, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the gateway configuration {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read the gateway configuration {}: {e}",
+                path.display()
+            )
+        })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         GatewayConfig::parse(&text, &dir).map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -244,9 +248,8 @@ fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
     let policy = match s.policy {
         Some(p) => {
             let path = dir.join(&p);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                format!("{here}: cannot read the policy {}: {e}", path.display())
-            })?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{here}: cannot read the policy {}: {e}", path.display()))?;
             Some(Arc::new(Policy::parse(&text).map_err(|e| {
                 format!("{here}: policy {}: {e}", path.display())
             })?))
@@ -351,7 +354,9 @@ principal = "web"
         assert_eq!(c.servers.len(), 2);
         let bank = &c.servers[0];
         assert_eq!(bank.name, "bank");
-        assert!(matches!(&bank.transport, Transport::Stdio { cwd, .. } if cwd == Path::new("/etc/ml")));
+        assert!(
+            matches!(&bank.transport, Transport::Stdio { cwd, .. } if cwd == Path::new("/etc/ml"))
+        );
         let a = bank.authors("get_transactions");
         assert_eq!(a.principal, "bank");
         assert_eq!(a.fields[0].1, "senders");
@@ -364,15 +369,30 @@ principal = "web"
     fn errors_name_what_is_wrong() {
         let cases = [
             ("[servers.a]\nprincipal = \"x\"\n", "give `command`"),
-            ("[servers.a]\ncommand = \"c\"\nurl = \"http://x\"\nprincipal = \"x\"\n", "not both"),
-            ("[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\ncolour = 1\n", "line 4"),
-            ("[servers.a__b]\ncommand = \"c\"\nprincipal = \"x\"\n", "invalid server name"),
-            ("[servers.a]\nurl = \"ftp://x\"\nprincipal = \"x\"\n", "http://"),
+            (
+                "[servers.a]\ncommand = \"c\"\nurl = \"http://x\"\nprincipal = \"x\"\n",
+                "not both",
+            ),
+            (
+                "[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\ncolour = 1\n",
+                "line 4",
+            ),
+            (
+                "[servers.a__b]\ncommand = \"c\"\nprincipal = \"x\"\n",
+                "invalid server name",
+            ),
+            (
+                "[servers.a]\nurl = \"ftp://x\"\nprincipal = \"x\"\n",
+                "http://",
+            ),
             (
                 "[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\n[servers.a.tools.t]\nfields = { \"a[0]\" = \"p\" }\n",
                 "invalid field path",
             ),
-            ("[gateway]\nsession = \"a b\"\n[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\n", "session"),
+            (
+                "[gateway]\nsession = \"a b\"\n[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\n",
+                "session",
+            ),
             ("[gateway]\n", "servers"),
         ];
         for (text, want) in cases {

@@ -63,7 +63,9 @@ impl Downstream {
         };
         match tokio::time::timeout(self.spec.timeout, connecting).await {
             Ok(Ok(s)) => Ok(s),
-            Ok(Err(e)) => Err(format!("downstream server `{name}` did not start an MCP session: {e}")),
+            Ok(Err(e)) => Err(format!(
+                "downstream server `{name}` did not start an MCP session: {e}"
+            )),
             Err(_) => Err(format!(
                 "downstream server `{name}` did not start an MCP session within {} s",
                 self.spec.timeout.as_secs()

@@ -29,7 +29,8 @@ use memlineage_core::gate::ToolCall;
 use memlineage_core::label::TrustClass;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ResultType, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -158,7 +159,11 @@ impl ServerHandler for Gateway {
         for ds in &self.state.servers {
             match ds.list_tools().await {
                 Ok(list) => {
-                    listings.extend(record::listing_text(&ds.spec.name, &ds.spec.principal, &list));
+                    listings.extend(record::listing_text(
+                        &ds.spec.name,
+                        &ds.spec.principal,
+                        &list,
+                    ));
                     for mut t in list {
                         t.name = format!("{}{SEPARATOR}{}", ds.spec.name, t.name).into();
                         tools.push(t);
@@ -188,7 +193,12 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let Some((ds, tool)) = self.route(&name) else {
-            let servers: Vec<&str> = self.state.servers.iter().map(|d| d.spec.name.as_str()).collect();
+            let servers: Vec<&str> = self
+                .state
+                .servers
+                .iter()
+                .map(|d| d.spec.name.as_str())
+                .collect();
             return Err(McpError::invalid_params(
                 format!(
                     "unknown tool `{}`: the gateway's tools are named SERVER{SEPARATOR}TOOL, with SERVER one of {} (see tools/list)",
@@ -216,7 +226,9 @@ impl ServerHandler for Gateway {
             Ok(j) => j,
             Err(e) => {
                 return Ok(tool_error(
-                    format!("{name}: the gate could not judge this call, so it was not forwarded: {e}"),
+                    format!(
+                        "{name}: the gate could not judge this call, so it was not forwarded: {e}"
+                    ),
                     None,
                 ));
             }
@@ -250,7 +262,10 @@ impl ServerHandler for Gateway {
         let mut result = match ds.call(params, &context.ct).await {
             Ok(r) => r,
             Err(CallError::Cancelled) => {
-                return Err(McpError::internal_error("the call was cancelled by the client", None));
+                return Err(McpError::internal_error(
+                    "the call was cancelled by the client",
+                    None,
+                ));
             }
             Err(CallError::Failed(e)) => return Ok(tool_error(format!("{name}: {e}"), None)),
         };
@@ -264,22 +279,31 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let texts = record::result_texts(&ds.spec.name, &tool, &ds.spec.authors(&tool), &result, |p| {
-            self.class_of(p)
-        });
+        let texts = record::result_texts(
+            &ds.spec.name,
+            &tool,
+            &ds.spec.authors(&tool),
+            &result,
+            |p| self.class_of(p),
+        );
         let ids = {
             let mut s = session.lock().await;
             match sessions.show_texts(&mut s, texts).await {
                 Ok(ids) => ids,
                 Err(e) => {
                     return Ok(tool_error(
-                        format!("{name}: the result could not be recorded, so it is not shown: {e}"),
+                        format!(
+                            "{name}: the result could not be recorded, so it is not shown: {e}"
+                        ),
                         None,
                     ));
                 }
             }
         };
         result_meta.insert(RECORDED_KEY.into(), json!(ids));
+        // The downstream may speak an older revision, without `resultType`; the agent may
+        // speak 2026-07-28, where it is required (rmcp drops it again for older agents).
+        result.result_type = Some(ResultType::COMPLETE);
         let mut meta = result.meta.take().map(|m| m.0).unwrap_or_default();
         meta.extend(result_meta);
         result.meta = Some(MetaObject(meta));
