@@ -182,3 +182,64 @@ fn a_bad_gateway_configuration_is_refused_with_its_line() {
         r.stderr
     );
 }
+
+/// One HTTP/1.1 POST to `/mcp` on `addr`; returns the status code and the body.
+fn post(addr: &str, body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn over_http_oversized_and_malformed_bodies_are_refused_and_nothing_written() {
+    let store = common::Store::init();
+    let size = store.size();
+    let cmd = store.cmd(&[
+        "mcp",
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--max-message-bytes",
+        "1000",
+    ]);
+    let (_server, line) = mcp_support::start_and_wait(cmd, "Streamable HTTP at ");
+    let url = line.rsplit("at ").next().unwrap().trim();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"pad":"{}"}}}}"#,
+        "a".repeat(5000)
+    );
+    let (status, _) = post(&addr, big.as_bytes());
+    assert_eq!(status, 413, "an oversized body is refused");
+    let (status, body) = post(&addr, b"this is not json");
+    assert!((400..500).contains(&status), "{status} {body}");
+    let (status, body) = post(&addr, br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"text":"x"}}}"#);
+    assert!(
+        (400..500).contains(&status),
+        "a call outside a session is refused: {status} {body}"
+    );
+    assert_eq!(store.size(), size, "nothing was written");
+}

@@ -219,3 +219,108 @@ fn text_key(principal: &str, part: &str, text: &str) -> [u8; 32] {
     }
     h.finalize().into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handle::{NewEntry, write_all};
+    use memlineage::{Memory, Settings, SqliteStore};
+    use memlineage_core::label::TrustClass;
+    use rand_core::OsRng;
+
+    fn store() -> Mem {
+        let op = ed25519_dalek::SigningKey::generate(&mut OsRng);
+        let mem = Memory::init(
+            SqliteStore::in_memory().unwrap(),
+            Settings::with_origin("test.example/log"),
+            "operator",
+            op,
+        )
+        .unwrap();
+        let web = ed25519_dalek::SigningKey::generate(&mut OsRng);
+        mem.add_principal("web", TrustClass::External, &web.verifying_key())
+            .unwrap();
+        mem.keys().insert("web", web);
+        mem
+    }
+
+    fn note(mem: &Mem, writer: &str, text: &str) -> EntryId {
+        write_all(
+            mem,
+            &Scope::default(),
+            vec![NewEntry::new(writer, EntryKind::Observation, text)],
+        )
+        .unwrap()[0]
+            .id
+    }
+
+    fn show(mem: &Mem, s: &mut Session, ids: &[EntryId]) {
+        let new = s.unseen(ids);
+        let since =
+            write_record(mem, "operator", &Scope::default(), s.key(), s.since(), &new).unwrap();
+        s.shown(new, since);
+    }
+
+    #[test]
+    fn a_session_comes_back_from_the_log_in_order() {
+        let mem = store();
+        let a = note(&mem, "web", "a");
+        let b = note(&mem, "operator", "b");
+        let c = note(&mem, "web", "c");
+        let mut s = Session::restore(&mem, "s1", "operator").unwrap();
+        assert!(s.seen().is_empty());
+        show(&mem, &mut s, &[a, b]);
+        note(&mem, "web", "unrelated");
+        show(&mem, &mut s, &[b, c]);
+        let mut other = Session::restore(&mem, "s2", "operator").unwrap();
+        show(&mem, &mut other, &[c]);
+        assert_eq!(s.seen(), &[a, b, c]);
+        let back = Session::restore(&mem, "s1", "operator").unwrap();
+        assert_eq!(back.seen(), &[a, b, c]);
+        assert_eq!(back.since(), s.since());
+        assert_eq!(
+            Session::restore(&mem, "s2", "operator").unwrap().seen(),
+            &[c]
+        );
+    }
+
+    #[test]
+    fn records_by_anyone_but_the_recorder_are_ignored() {
+        let mem = store();
+        let trusted = note(&mem, "operator", "the user's IBAN");
+        let mut s = Session::restore(&mem, "s1", "operator").unwrap();
+        let a = note(&mem, "web", "a");
+        show(&mem, &mut s, &[a]);
+        // An external writer forges a record that puts a trusted entry in the session.
+        let forged = Record {
+            mcp_session: "s1".into(),
+            since: 0,
+            seen: vec![trusted],
+        };
+        write_all(
+            &mem,
+            &Scope::default(),
+            vec![
+                NewEntry::new(
+                    "web",
+                    EntryKind::Observation,
+                    serde_json::to_string(&forged).unwrap(),
+                )
+                .meta(SESSION_META, "s1"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            Session::restore(&mem, "s1", "operator").unwrap().seen(),
+            &[a]
+        );
+    }
+
+    #[test]
+    fn keys_are_checked() {
+        assert!(validate_key("conv-42@alice:1").is_ok());
+        for bad in ["", "a b", "a/b", &"k".repeat(129)] {
+            assert!(validate_key(bad).is_err(), "{bad}");
+        }
+    }
+}
