@@ -208,42 +208,57 @@ fn listing_errors_unknown_tools_and_calls_that_cannot_be_judged() {
     assert!(r[5]["text"].as_str().unwrap().contains("1810"));
 }
 
-/// A cancelled call is cancelled downstream and records nothing; the session goes on.
+/// A cancelled call is cancelled downstream and records nothing; the session goes on. Run with
+/// the client in both protocol eras: the 2026-07-28 revision (what the SDK picks) and the
+/// `initialize` handshake.
 #[test]
 fn cancellation_reaches_the_downstream_and_records_nothing() {
     let Some(py) = python() else { return };
-    let store = bank_store();
-    let config = bank_config(&store, &py, "gw.toml", "");
-    let r = run_client(
-        &py,
-        &store,
-        gateway_server(&store, &config, None),
-        json!([
-            {"op": "list"},
-            {"op": "cancel", "name": "bank__slow", "args": {"seconds": 30}, "after": 2.0},
-            {"op": "sleep", "seconds": 2.0},
-            {"op": "call", "name": "bank__get_balance", "args": {}}
-        ]),
-    );
-    assert_eq!(r[1]["cancelled"], true);
-    assert_eq!(r[3]["is_error"], false, "{:#}", r[3]);
-    let events: Vec<String> = bank_events(&store)
-        .iter()
-        .map(|e| e["event"].as_str().unwrap().to_string())
-        .collect();
-    assert!(events.contains(&"slow_started".to_string()), "{events:?}");
-    assert!(
-        events.contains(&"slow_cancelled".to_string()),
-        "the cancellation reached the bank: {events:?}"
-    );
-    assert!(!events.contains(&"slow_finished".to_string()), "{events:?}");
-    let slow_outputs = entries(&store)
-        .into_iter()
-        .filter(|e| {
-            e["kind"] == "tool_output" && e["preview"].as_str().unwrap_or("").contains("done")
-        })
-        .count();
-    assert_eq!(slow_outputs, 0, "nothing of the cancelled call is recorded");
+    for mode in ["auto", "legacy"] {
+        let store = bank_store();
+        let config = bank_config(&store, &py, "gw.toml", "");
+        let mut server = gateway_server(&store, &config, None);
+        server["mode"] = json!(mode);
+        let r = run_client(
+            &py,
+            &store,
+            server,
+            json!([
+                {"op": "list"},
+                {"op": "cancel", "name": "bank__slow", "args": {"seconds": 30}, "after": 2.0},
+                {"op": "sleep", "seconds": 2.0},
+                {"op": "call", "name": "bank__get_balance", "args": {}}
+            ]),
+        );
+        assert_eq!(r[1]["cancelled"], true, "{mode}");
+        assert_eq!(r[3]["is_error"], false, "{mode}: {:#}", r[3]);
+        let events: Vec<String> = bank_events(&store)
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            events.contains(&"slow_started".to_string()),
+            "{mode}: {events:?}"
+        );
+        assert!(
+            events.contains(&"slow_cancelled".to_string()),
+            "{mode}: the cancellation reached the bank: {events:?}"
+        );
+        assert!(
+            !events.contains(&"slow_finished".to_string()),
+            "{mode}: {events:?}"
+        );
+        let slow_outputs = entries(&store)
+            .into_iter()
+            .filter(|e| {
+                e["kind"] == "tool_output" && e["preview"].as_str().unwrap_or("").contains("done")
+            })
+            .count();
+        assert_eq!(
+            slow_outputs, 0,
+            "{mode}: nothing of the cancelled call is recorded"
+        );
+    }
 }
 
 /// A downstream that crashes: the call fails with a message saying so, and the next call
