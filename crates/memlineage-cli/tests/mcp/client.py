@@ -18,7 +18,6 @@ import sys
 from typing import Any
 
 import anyio
-
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 

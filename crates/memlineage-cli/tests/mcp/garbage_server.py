@@ -25,16 +25,30 @@ for line in sys.stdin:
         continue
     mid, method = msg["id"], msg["method"]
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": mid, "result": {
-            "protocolVersion": msg["params"]["protocolVersion"],
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "garbage", "version": "0"},
-        }})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": mid,
+                "result": {
+                    "protocolVersion": msg["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "garbage", "version": "0"},
+                },
+            }
+        )
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
-            {"name": "bad_result", "inputSchema": TOOL},
-            {"name": "junk", "inputSchema": TOOL},
-        ]}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": mid,
+                "result": {
+                    "tools": [
+                        {"name": "bad_result", "inputSchema": TOOL},
+                        {"name": "junk", "inputSchema": TOOL},
+                    ]
+                },
+            }
+        )
     elif method == "tools/call" and msg["params"]["name"] == "bad_result":
         send({"jsonrpc": "2.0", "id": mid, "result": {"content": 42, "isError": "maybe"}})
     elif method == "tools/call":
