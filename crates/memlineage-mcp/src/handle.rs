@@ -5,7 +5,7 @@
 //! are asynchronous, so each operation runs on tokio's blocking pool ([`blocking`]) and never
 //! stalls the tasks that move protocol messages.
 
-use memlineage::{Direction, GateRequest, WriteRequest, Written};
+use memlineage::{AttributionName, Direction, GateRequest, PrincipalName, WriteRequest, Written};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent, Scope};
 use memlineage_core::gate::{Policy, ToolCall};
@@ -13,7 +13,7 @@ use memlineage_core::label::TrustClass;
 use std::sync::Arc;
 
 /// The memory handle the MCP servers hold.
-pub type Mem = memlineage::Memory<memlineage::SqliteStore>;
+pub type Mem = memlineage::Memory;
 
 /// The handle shared by every session of a server.
 pub type SharedMem = Arc<Mem>;
@@ -27,6 +27,12 @@ impl From<memlineage::Error> for MemError {
     fn from(e: memlineage::Error) -> Self {
         MemError(e.to_string())
     }
+}
+
+/// A principal name from the configuration (checked when it was read).
+pub fn principal(name: &str) -> Result<PrincipalName, MemError> {
+    name.parse::<PrincipalName>()
+        .map_err(|e| MemError(format!("principal `{name}`: {e}")))
 }
 
 /// Runs `f` on the blocking pool with the handle.
@@ -55,7 +61,7 @@ pub fn signer(mem: &Mem, name: &str) -> Result<TrustClass, MemError> {
             "principal `{name}` is revoked: it can no longer sign entries"
         )));
     }
-    if !mem.keys().contains(name) {
+    if !mem.keys().contains(&principal(name)?) {
         return Err(MemError(format!(
             "no secret key for principal `{name}` in the store's keys directory: this process cannot sign as it"
         )));
@@ -75,7 +81,7 @@ pub struct NewEntry {
     /// Parents with weights, and the attribution algorithm that weighed them.
     pub parents: Vec<Parent>,
     /// The attribution algorithm's name (with parents).
-    pub attribution: String,
+    pub attribution: AttributionName,
     /// Free metadata (signed with the entry).
     pub metadata: Vec<(String, String)>,
 }
@@ -88,7 +94,7 @@ impl NewEntry {
             kind,
             text: text.into(),
             parents: Vec::new(),
-            attribution: String::new(),
+            attribution: AttributionName::NONE,
             metadata: Vec::new(),
         }
     }
@@ -109,20 +115,18 @@ pub fn write_all(
     if entries.is_empty() {
         return Ok(Vec::new());
     }
-    let reqs = entries
-        .into_iter()
-        .map(|e| {
-            let mut req =
-                WriteRequest::new(&e.writer, e.kind, e.text.into_bytes()).with_scope(scope.clone());
-            if !e.parents.is_empty() {
-                req = req.with_parents(e.parents, &e.attribution);
-            }
-            for (k, v) in &e.metadata {
-                req = req.with_meta(k, v);
-            }
-            req
-        })
-        .collect();
+    let mut reqs = Vec::with_capacity(entries.len());
+    for e in entries {
+        let mut req = WriteRequest::new(&principal(&e.writer)?, e.kind, e.text.into_bytes())
+            .with_scope(scope.clone());
+        if !e.parents.is_empty() {
+            req = req.with_parents(e.parents, e.attribution);
+        }
+        for (k, v) in &e.metadata {
+            req = req.with_meta(k, v);
+        }
+        reqs.push(req);
+    }
     Ok(mem.write_batch(reqs)?)
 }
 
@@ -179,7 +183,7 @@ pub fn forget(
     erase: bool,
     reason: &str,
 ) -> Result<Written, MemError> {
-    Ok(mem.forget(writer, id, erase, reason)?)
+    Ok(mem.forget(&principal(writer)?, id, erase, reason)?)
 }
 
 /// The entries of the log from `start`, at most `limit`, each with its index, kind, writer,
@@ -264,7 +268,7 @@ pub fn gate(
     scope: &Scope,
     repair: bool,
 ) -> Result<Judged, MemError> {
-    let mut req = GateRequest::new(call, context, recorder);
+    let mut req = GateRequest::new(call, context, &principal(recorder)?);
     req.repair = repair;
     req.scope = scope.clone();
     let out = mem.gate(policy, &req)?;
@@ -288,5 +292,5 @@ pub fn gate(
 
 /// The store's operator (the principal `init` registered).
 pub fn operator(mem: &Mem) -> Result<String, MemError> {
-    Ok(mem.operator()?)
+    Ok(mem.operator()?.to_string())
 }

@@ -125,7 +125,7 @@ impl MemoryServer {
             .meta("mcp.tool", "remember");
         if !parents.is_empty() {
             entry.parents = parents;
-            entry.attribution = "coarse".into();
+            entry.attribution = memlineage::AttributionName::COARSE;
         }
         let scope = self.sessions.scope().clone();
         let written = handle::blocking(self.sessions.mem(), move |mem| {

@@ -224,23 +224,24 @@ fn text_key(principal: &str, part: &str, text: &str) -> [u8; 32] {
 mod tests {
     use super::*;
     use crate::handle::{NewEntry, write_all};
-    use memlineage::{Memory, Settings, SqliteStore};
+    use memlineage::{Memory, MemoryStore, Settings};
     use memlineage_core::label::TrustClass;
     use rand_core::OsRng;
 
     fn store() -> Mem {
         let op = ed25519_dalek::SigningKey::generate(&mut OsRng);
         let mem = Memory::init(
-            SqliteStore::in_memory().unwrap(),
+            MemoryStore::new(),
             Settings::with_origin("test.example/log"),
-            "operator",
+            &"operator".parse().unwrap(),
             op,
         )
         .unwrap();
         let web = ed25519_dalek::SigningKey::generate(&mut OsRng);
-        mem.add_principal("web", TrustClass::External, &web.verifying_key())
+        let name = "web".parse().unwrap();
+        mem.add_principal(&name, TrustClass::External, &web.verifying_key())
             .unwrap();
-        mem.keys().insert("web", web);
+        mem.keys().insert(&name, web);
         mem
     }
 

@@ -45,14 +45,14 @@ impl ListenArgs {
 pub struct ServeArgs {
     /// The principal the agent writes as; the model cannot choose another.
     #[arg(long = "as", default_value = "agent", value_parser = parse_name, value_name = "NAME")]
-    principal: String,
+    principal: memlineage::PrincipalName,
     /// The (trusted) principal of the user's requests, when the client passes them in
     /// `_meta["io.memlineage/user_request"]`.
     #[arg(long, value_parser = parse_name, value_name = "NAME")]
-    user: Option<String>,
+    user: Option<memlineage::PrincipalName>,
     /// The trusted principal that signs session records (default: the store's operator).
     #[arg(long, value_parser = parse_name, value_name = "NAME")]
-    recorder: Option<String>,
+    recorder: Option<memlineage::PrincipalName>,
     /// The session of requests that name none in `_meta["io.memlineage/session"]`.
     #[arg(long, default_value = "default", value_name = "KEY")]
     session: String,
@@ -88,9 +88,9 @@ pub fn run(c: McpCommand, ctx: &Ctx) -> Result<Outcome, CliError> {
             memlineage_mcp::serve(
                 mem,
                 ServeOptions {
-                    principal: a.principal,
-                    user: a.user,
-                    recorder: a.recorder,
+                    principal: a.principal.to_string(),
+                    user: a.user.map(|u| u.to_string()),
+                    recorder: a.recorder.map(|r| r.to_string()),
                     session: a.session,
                     scope: a.scope.unwrap_or_default(),
                     listen,
