@@ -163,3 +163,34 @@ def test_identical_concurrent_decisions_are_both_logged(mem: Memory, policy: Pol
     with ThreadPoolExecutor(4) as pool:
         for _ in range(20):
             assert list(pool.map(gate, range(4))) == ["deny"] * 4
+
+
+OPENER = """
+import sys
+from memlineage import Memory
+m = Memory.open(sys.argv[1])
+print("created" if m.created else "opened", m.add(f"by process {sys.argv[2]}").id, flush=True)
+"""
+
+
+def test_processes_creating_one_store_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "store.db"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPENER, str(path), str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        outs.append(out.split())
+    assert sorted(o[0] for o in outs) == ["created", "opened", "opened", "opened"]
+    with Memory.open(path) as m:
+        assert all(m.get(o[1]).id == o[1] for o in outs)
+        assert m.verify().ok
+        assert {p.name for p in m.principals} == {"operator", "agent", "web"}

@@ -59,8 +59,10 @@ class AsyncMemory:
     """A :class:`~memlineage.Memory` for asyncio: the same calls, awaitable, each run in
     ``executor`` (default: the loop's default thread pool).
 
-    >>> async with await AsyncMemory.open("memory:") as m:
-    ...     e = await m.add("hello")
+    Example::
+
+        async with await AsyncMemory.open("memory:") as m:
+            e = await m.add("hello")
     """
 
     __slots__ = ("_r", "memory", "principals")

@@ -38,12 +38,14 @@ MAX_CONTEXT = 1024
 class Session:
     """One conversation's lineage capture over a :class:`~memlineage.Memory`.
 
-    >>> s = Session(m, trust=TrustMap(tools={"read_inbox": "mail"}), policy=policy)
-    >>> s.user("Pay my rent to my landlord")             # trusted user_input, in the context
-    >>> s.tool_result("read_inbox", inbox_text)          # by `mail` (external), in the context
-    >>> s.note("Landlord's new IBAN: …")                 # derived from all of the above
-    >>> d = s.gate(tool_call)                            # judged against all of the above
-    >>> if d.allowed: dispatch(d.arguments)
+    Example::
+
+        s = Session(m, trust=TrustMap(tools={"read_inbox": "mail"}), policy=policy)
+        s.user("Pay my rent to my landlord")             # trusted user_input, in the context
+        s.tool_result("read_inbox", inbox_text)          # by `mail` (external), in the context
+        s.note("Landlord's new IBAN: …")                 # derived from all of the above
+        d = s.gate(tool_call)                            # judged against all of the above
+        if d.allowed: dispatch(d.arguments)
     """
 
     def __init__(

@@ -124,8 +124,10 @@ def _compare(value: Any, op: str, arg: Any) -> bool:
 class MemLineageStore(BaseStore):
     """A LangGraph store whose items are signed, verified, lineage-labelled entries.
 
-    >>> store = MemLineageStore(Memory.open(), session=session)
-    >>> graph = builder.compile(store=store)
+    Example::
+
+        store = MemLineageStore(Memory.open(), session=session)
+        graph = builder.compile(store=store)
     """
 
     __slots__ = ("_current", "_lock", "_next", "memory", "prefix", "principal", "session")

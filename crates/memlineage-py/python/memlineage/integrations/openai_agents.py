@@ -17,9 +17,11 @@ A call the gate cannot judge (malformed; a value not of its type) is refused, ne
 the capture, the context holds only what you recorded yourself, and the gate judges against
 that (values from nowhere are unjustified: refused under ``unjustified = "deny"``).
 
->>> session = Session(memory, trust=TrustMap(tools={"read_inbox": "mail"}), policy=policy)
->>> agent = Agent(name="banker", tools=[read_inbox, gated_tool(send_money, session)])
->>> await Runner.run(agent, "Pay my rent", run_config=run_config(session))
+Example::
+
+    session = Session(memory, trust=TrustMap(tools={"read_inbox": "mail"}), policy=policy)
+    agent = Agent(name="banker", tools=[read_inbox, gated_tool(send_money, session)])
+    await Runner.run(agent, "Pay my rent", run_config=run_config(session))
 """
 
 from __future__ import annotations
