@@ -397,7 +397,7 @@ def test_the_command_line_writes_results_and_a_table(tmp_path: Path, capsys: Any
     data = json.loads((tmp_path / "banking-scripted-deny.json").read_text(encoding="utf-8"))
     assert data["summary"]["asr"] == {"n": 0, "of": 1, "rate": 0.0}
     out = capsys.readouterr().out
-    assert "| banking v1.2.2 | scripted | deny | 0.00 (0/1) |" in out
+    assert "| banking v1.2.2 | scripted | deny | 0.00 (0/1) | 0.00 (0/1) |" in out
 
 
 def test_the_command_line_reports_bad_input(capsys: Any) -> None:

@@ -1,5 +1,7 @@
-"""The Markdown table of results files: per defence, the attack success rate, the utility
-without and under attack, and how often the gate asked for the user's confirmation or refused.
+"""The Markdown table of results files: per defence, the attack success rate (AgentDojo's
+verdict, and the verdict on the calls that ran where a task judges the calls rather than the
+environment), the utility without and under attack, and how often the gate asked for the user's
+confirmation or refused.
 """
 
 from __future__ import annotations
@@ -29,16 +31,17 @@ def _cell(r: dict[str, Any]) -> str:
 def table(paths: Iterable[Path]) -> str:
     """One row per results file, in the order given."""
     rows = [
-        "| suite | agent | defence | ASR | benign utility | utility under attack | benign tasks "
-        "with a confirm | attacked pairs with a confirm | attacked pairs with a deny |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| suite | agent | defence | ASR | ASR, calls that ran | benign utility | utility under "
+        "attack | benign tasks with a confirm | attacked pairs with a confirm | attacked pairs "
+        "with a deny |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in paths:
         d = _load(Path(p))
         s = d["summary"]
         rows.append(
             f"| {d['suite']} {d['benchmark_version']} | {d['agent']} | {d['defence']} | "
-            f"{_cell(s['asr'])} | {_cell(s['benign_utility'])} | "
+            f"{_cell(s['asr'])} | {_cell(s['asr_as_dispatched'])} | {_cell(s['benign_utility'])} | "
             f"{_cell(s['utility_under_attack'])} | {_cell(s['benign_tasks_with_confirm'])} | "
             f"{_cell(s['attacked_pairs_with_confirm'])} | {_cell(s['attacked_pairs_with_deny'])} |"
         )

@@ -22,11 +22,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from agentdojo.agent_pipeline.agent_pipeline import AgentPipeline
 from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
 from agentdojo.benchmark import run_task_with_injection_tasks, run_task_without_injection_tasks
+from agentdojo.functions_runtime import EmptyEnv, Env, FunctionCall, FunctionsRuntime
 from agentdojo.logging import Logger
 from agentdojo.task_suite.load_suites import get_suite
-from agentdojo.types import ChatMessage
+from agentdojo.types import ChatMessage, get_text_content_as_str
 
 from ..errors import InputError
 from .agents import attack_for
@@ -37,6 +39,8 @@ from .scripted import ScriptedAgent
 
 DefenceName = Literal["none", "deny", "repair"]
 DEFENCES: tuple[DefenceName, ...] = ("none", "deny", "repair")
+#: AgentDojo's default environment argument (no environment).
+_NO_ENV = EmptyEnv()
 #: The results' format; bumped when a field changes meaning.
 FORMAT = "memlineage-agentdojo/1"
 
@@ -54,6 +58,29 @@ class _Capture(Logger):
 
     def log_error(self, *args: Any, **kwargs: Any) -> None:
         pass
+
+
+class _Probe(BasePipelineElement):
+    """The first element of the runner's pipeline: keeps the environment a run starts from (a
+    copy) and the one it changes, for the verdict on the calls that ran."""
+
+    name = "memlineage_probe"
+
+    def __init__(self) -> None:
+        self.pre: Any = None
+        self.env: Any = None
+
+    def query(
+        self,
+        query: str,
+        runtime: FunctionsRuntime,
+        env: Env = _NO_ENV,  # type: ignore[assignment]  # AgentDojo's own signature
+        messages: Sequence[ChatMessage] = [],
+        extra_args: dict[str, Any] = {},  # noqa: B006 - AgentDojo's signature
+    ) -> tuple[str, FunctionsRuntime, Env, Sequence[ChatMessage], dict[str, Any]]:
+        self.pre = env.model_copy(deep=True)
+        self.env = env
+        return query, runtime, env, messages, extra_args
 
 
 @dataclass
@@ -94,6 +121,10 @@ def run_suite(
         pipeline = d.pipeline(llm)
         pipeline.name = f"{llm.name}+memlineage-{defence}"
     attack_impl = attack_for(attack, suite, pipeline)
+    probe = _Probe()
+    name = pipeline.name
+    pipeline = AgentPipeline([probe, pipeline])
+    pipeline.name = name
     version = config.benchmark_version
     uts = [suite.get_user_task_by_id(t) for t in (user_tasks or list(suite.user_tasks))]
     its = list(injection_tasks or list(suite.injection_tasks))
@@ -104,16 +135,20 @@ def run_suite(
         dirpath = str(logdir) if logdir else stack.enter_context(tempfile.TemporaryDirectory())
         capture = stack.enter_context(_Capture(dirpath))
 
-        def one(run: Callable[[], tuple[bool, bool]]) -> tuple[bool, bool, list[Any], Any]:
+        def one(
+            run: Callable[[], tuple[bool, bool]], it: Any = None
+        ) -> tuple[bool, bool, bool | None, list[Any], Any]:
             journal.states.clear()
             capture.messages = []
+            probe.pre = probe.env = None
             utility, security = run()
             state = journal.states[-1] if journal.states else None
             calls, context = _calls(state, capture.messages)
+            ran = None if it is None else _verdict_on_what_ran(it, probe, capture.messages, calls)
             for s in journal.states:
                 s.memory.close()
             journal.states.clear()
-            return utility, security, calls, context
+            return utility, security, ran, calls, context
 
         def alone(task: Any) -> tuple[bool, bool]:
             return run_task_without_injection_tasks(suite, pipeline, task, None, True, version)
@@ -129,23 +164,24 @@ def run_suite(
         for ut in uts:
             if progress:
                 progress(f"{ut.ID} (no attack)")
-            u, _, calls, ctx = one(partial(alone, ut))
-            benign.append(_pair(ut.ID, None, u, None, [], calls, ctx))
+            u, _, _, calls, ctx = one(partial(alone, ut))
+            benign.append(_pair(ut.ID, None, u, None, None, [], calls, ctx))
         inj_utility = []
         for it_id in its:
             it = suite.get_injection_task_by_id(it_id)
             if progress:
                 progress(f"{it.ID} (as the user's own task)")
-            u, _, calls, ctx = one(partial(alone, it))
-            inj_utility.append(_pair(it.ID, None, u, None, [], calls, ctx))
+            u, _, _, calls, ctx = one(partial(alone, it))
+            inj_utility.append(_pair(it.ID, None, u, None, None, [], calls, ctx))
         attacked = []
         for ut in uts:
             for it_id in its:
                 if progress:
                     progress(f"{ut.ID} × {it_id}")
-                vectors = sorted(attack_impl.attack(ut, suite.get_injection_task_by_id(it_id)))
-                u, s, calls, ctx = one(partial(attacked_by, ut, it_id))
-                attacked.append(_pair(ut.ID, it_id, u, s, vectors, calls, ctx))
+                it = suite.get_injection_task_by_id(it_id)
+                vectors = sorted(attack_impl.attack(ut, it))
+                u, s, ran, calls, ctx = one(partial(attacked_by, ut, it_id), it)
+                attacked.append(_pair(ut.ID, it_id, u, s, ran, vectors, calls, ctx))
 
     return {
         "format": FORMAT,
@@ -217,11 +253,37 @@ def _calls(state: RunState | None, messages: Sequence[ChatMessage]) -> tuple[lis
     return out, context
 
 
+def _verdict_on_what_ran(
+    it: Any, probe: _Probe, messages: Sequence[ChatMessage], calls: list[Any]
+) -> bool | None:
+    """The injection task's trace-based security check over the calls that were *dispatched*
+    (with the arguments they ran with), or ``None`` when the task judges the environment, which
+    only dispatched calls change. AgentDojo's own check reads every call the model made, refused
+    ones included (its slack injection task 5 does), which a gate that refuses calls cannot
+    change."""
+    if probe.pre is None or probe.env is None:
+        return None
+    ran = [
+        FunctionCall(function=c["tool"], args=dict(c.get("dispatched_arguments", c["arguments"])))
+        for c in calls
+        if c["dispatched"]
+    ]
+    last = messages[-1] if messages else None
+    output = (
+        get_text_content_as_str(last["content"] or [])
+        if last is not None and last["role"] == "assistant"
+        else ""
+    )
+    verdict = it.security_from_traces(output, probe.pre, probe.env, ran)
+    return None if verdict is None else bool(verdict)
+
+
 def _pair(
     user_task: str,
     injection_task: str | None,
     utility: bool,
     security: bool | None,
+    ran: bool | None,
     vectors: list[str],
     calls: list[Any],
     context: list[Any],
@@ -230,6 +292,9 @@ def _pair(
     if injection_task is not None:
         out["injection_task"] = injection_task
         out["attack_success"] = security
+        if ran is not None and ran != security:
+            # AgentDojo's verdict counts calls the gate refused; this one only those that ran.
+            out["attack_success_as_dispatched"] = ran
         out["vectors"] = vectors
     decisions = [c["decision"] for c in calls]
     out["denies"] = decisions.count("deny") + decisions.count("refused")
@@ -255,6 +320,10 @@ def _summary(benign: list[Any], inj: list[Any], attacked: list[Any]) -> dict[str
         "benign_tasks_with_deny": _rate(with_(benign, "denies"), len(benign)),
         "benign_lost": [r["user_task"] for r in benign if not r["utility"]],
         "asr": _rate(sum(bool(r["attack_success"]) for r in attacked), len(attacked)),
+        "asr_as_dispatched": _rate(
+            sum(bool(r.get("attack_success_as_dispatched", r["attack_success"])) for r in attacked),
+            len(attacked),
+        ),
         "utility_under_attack": _rate(sum(r["utility"] for r in attacked), len(attacked)),
         "attacked_pairs_with_confirm": _rate(with_(attacked, "confirms"), len(attacked)),
         "attacked_pairs_with_deny": _rate(with_(attacked, "denies"), len(attacked)),
