@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The AgentDojo results (results/agentdojo/, docs/agentdojo.md): AgentDojo's banking suite run
-# by the scripted vulnerable agent under every defence (none, deny, repair). Deterministic and
-# offline; checked in CI like results/.
+# The AgentDojo results (results/agentdojo/, docs/agentdojo.md): AgentDojo's banking and slack
+# suites run by the scripted vulnerable agent under every defence (none, deny, repair), each
+# with the configuration the package ships for it. Deterministic and offline; checked in CI
+# like results/.
 #
 #   scripts/agentdojo-results.sh           # regenerate results/agentdojo/
 #   scripts/agentdojo-results.sh --check   # regenerate into a temporary directory and diff
@@ -22,13 +23,18 @@ if ! "$python" -c 'import memlineage.agentdojo' 2>/dev/null; then
     echo "skipping the AgentDojo results: $python cannot import memlineage.agentdojo (run scripts/python-test.sh first)"
     exit 0
 fi
-run() { "$python" -m memlineage.agentdojo run --suite banking --defence all --quiet --out "$1"; }
+suites=(banking slack)
+run() {
+    for suite in "${suites[@]}"; do
+        "$python" -m memlineage.agentdojo run --suite "$suite" --defence all --quiet --out "$1"
+    done
+}
 if [ "${1:-}" = "--check" ]; then
     out="$(mktemp -d)"
     trap 'rm -rf "$out"' EXIT
     run "$out"
     if ! diff -r results/agentdojo "$out"; then
-        echo "error: results/agentdojo differs from a fresh run of \`python -m memlineage.agentdojo run --suite banking --defence all\`" >&2
+        echo "error: results/agentdojo differs from a fresh run of \`python -m memlineage.agentdojo run --suite SUITE --defence all\` (scripts/agentdojo-results.sh)" >&2
         exit 1
     fi
     echo "AgentDojo results match"

@@ -32,6 +32,7 @@ from agentdojo.functions_runtime import (
 from agentdojo.types import ChatMessage, ChatToolResultMessage, text_content_block_from_string
 
 from ..errors import Error
+from .confirm import confirmations
 from .defence import Defence
 from .explain import model_message, reasons_for_results, repair_note, without_ids
 from .run_state import STATE_KEY, CallRecord, RunState
@@ -119,18 +120,21 @@ class GatedToolsExecutor(BasePipelineElement):
             )
             return _result(call, "", text), None
         refs = state.refs()
+        confirm = confirmations(decision, state)
         record = CallRecord(
             tool=call.function,
             arguments=args,
-            decision=decision.decision,
+            decision="confirm" if confirm else decision.decision,
             dispatched=decision.allowed,
             dispatched_arguments=dict(decision.arguments) if decision.allowed else None,
             summary=without_ids(decision.summary, refs),
-            reasons=reasons_for_results(decision, refs),
+            reasons=reasons_for_results(decision, refs, confirm),
+            gate_decision=decision.decision,
         )
         state.calls.append(record)
         if not decision.allowed:
-            record.shown_to_model = without_ids(model_message(decision, state), refs)
+            message = model_message(decision, state, confirm)
+            record.shown_to_model = without_ids(message, refs)
             return _result(call, "", record.shown_to_model), None
         note = None
         if decision.repairs:

@@ -11,19 +11,24 @@ context (``e3``), so that two runs give the same bytes although their signing ke
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..gate import Decision, Reason
+from .confirm import Confirmation
 from .run_state import RunState
 
 _HEX = re.compile(r"\b[0-9a-f]{12,64}\b")
 
 
-def model_message(decision: Decision, state: RunState) -> str:
-    """The tool error the model gets for a call that was not dispatched."""
+def model_message(
+    decision: Decision, state: RunState, confirm: Mapping[str, Confirmation] | None = None
+) -> str:
+    """The tool error the model gets for a call that was not dispatched; ``confirm`` (from
+    :func:`~memlineage.agentdojo.confirm.confirmations`) when the call needs the user's
+    confirmation rather than a refusal."""
     tool = decision.tool
-    if decision.decision == "confirm":
+    if confirm:
         head = (
             f"MemLineage gate: the call to `{tool}` was not made: it needs the user's "
             "confirmation first."
@@ -42,7 +47,7 @@ def model_message(decision: Decision, state: RunState) -> str:
     for r in decision.reasons:
         if r.outcome in ("justified", "unjustified_allowed", "absent", "repaired"):
             continue
-        lines.append(f"- {_param_line(r, state)}")
+        lines.append(f"- {_param_line(r, state, (confirm or {}).get(r.param))}")
     lines.append(tail)
     return "\n".join(lines)
 
@@ -58,23 +63,29 @@ def repair_note(decision: Decision, state: RunState) -> str:
     )
 
 
-def _param_line(r: Reason, state: RunState) -> str:
+def _param_line(r: Reason, state: RunState, confirm: Confirmation | None) -> str:
     if r.outcome == "unjustified_denied":
         return f"`{r.param}`: nothing you were given supports this value."
     path = " ← ".join(state.describe(i) for i in r.taint_path)
-    if r.outcome == "confirm":
-        named = r.raw.get("named_by")
-        by = f" named by {state.describe(named)}" if isinstance(named, str) else ""
-        return f"`{r.param}` comes from a document the user asked you to act on{by}: {path}."
+    if confirm is not None:
+        return (
+            f"`{r.param}` comes only from the document {confirm.document!r}, which "
+            f"{state.describe(confirm.named_by)} names: {path}."
+        )
     if r.outcome == "untrusted":
         return f"`{r.param}` comes from untrusted content: {path or 'an untrusted entry'}."
     return f"`{r.param}`: {r.outcome}."
 
 
-def reasons_for_results(decision: Decision, ref: Callable[[str], str]) -> list[dict[str, Any]]:
+def reasons_for_results(
+    decision: Decision,
+    ref: Callable[[str], str],
+    confirm: Mapping[str, Confirmation] | None = None,
+) -> list[dict[str, Any]]:
     """The decision's reasons as plain data, with entry ids as context positions (the
     parameters the call leaves out are skipped; the sentences are in the call's summary and in
-    what the model was shown)."""
+    what the model was shown); a parameter that needs the user's confirmation says which
+    document and which request of the user make it so."""
     out = []
     for r in decision.reasons:
         if r.outcome == "absent":
@@ -88,9 +99,13 @@ def reasons_for_results(decision: Decision, ref: Callable[[str], str]) -> list[d
             d["offending"] = ref(r.offending)
         if r.taint_path:
             d["lineage"] = [ref(i) for i in r.taint_path]
-        named = r.raw.get("named_by")
-        if isinstance(named, str):
-            d["named_by"] = ref(named)
+        c = (confirm or {}).get(r.param)
+        if c is not None:
+            d["confirm"] = {
+                "document": c.document,
+                "source": ref(c.source),
+                "named_by": ref(c.named_by),
+            }
         out.append(d)
     return out
 

@@ -237,6 +237,9 @@ def _calls(state: RunState | None, messages: Sequence[ChatMessage]) -> tuple[lis
             and (dict(c.dispatched_arguments) != dict(c.arguments))
         ):
             d["dispatched_arguments"] = dict(c.dispatched_arguments)
+        if c.gate_decision is not None and c.gate_decision != c.decision:
+            # A confirm: the gate signed a deny, the bridge asks the user.
+            d["gate_decision"] = c.gate_decision
         if c.decision != "not_sensitive":
             d["summary"] = c.summary
             d["reasons"] = c.reasons
@@ -245,9 +248,10 @@ def _calls(state: RunState | None, messages: Sequence[ChatMessage]) -> tuple[lis
         for r in c.reasons:
             for k in ("justifying", "lineage"):
                 named.update(r.get(k, []))
-            for k in ("offending", "named_by"):
-                if k in r:
-                    named.add(r[k])
+            if "offending" in r:
+                named.add(r["offending"])
+            if "confirm" in r:
+                named.update((r["confirm"]["source"], r["confirm"]["named_by"]))
         out.append(d)
     context = [it.to_dict() for it in state.items() if it.ref in named]
     return out, context

@@ -11,6 +11,7 @@ each tool result under the principals that authored it (``docs/agentdojo.md``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,9 @@ class ContextItem:
     field: str | None
     source_ref: str | None
     role: str | None
+    #: The entry's text (not written into the results: the model saw it, the reader has the
+    #: trace).
+    text: str = dataclasses.field(default="", repr=False, compare=False)
 
     def describe(self) -> str:
         """A short phrase naming the entry for the model and for people."""
@@ -74,7 +78,8 @@ class CallRecord:
 
     tool: str
     arguments: Mapping[str, Any]
-    #: ``allow``, ``deny``, ``repair``, ``confirm`` (or a later gate's decision);
+    #: ``allow``, ``deny``, ``repair`` (or a later gate's decision); ``confirm`` for a denied
+    #: call that needs the user's confirmation (:mod:`~memlineage.agentdojo.confirm`);
     #: ``not_sensitive`` for a tool the policy does not name; ``refused`` for a call the gate
     #: could not judge (never dispatched).
     decision: str
@@ -84,6 +89,8 @@ class CallRecord:
     reasons: list[dict[str, Any]] = field(default_factory=list)
     #: The error text the model was given instead of a result, if any.
     shown_to_model: str | None = None
+    #: The decision the gate signed (``deny`` for a confirm); ``None`` when it did not judge.
+    gate_decision: str | None = None
 
 
 class RunState:
@@ -186,6 +193,7 @@ def _item(e: Any, position: int) -> ContextItem:
         field=meta.get("field"),
         source_ref=meta.get("source_ref"),
         role=meta.get("role"),
+        text=e.content if isinstance(e.content, str) else "",
     )
 
 
