@@ -8,7 +8,7 @@ use crate::guard::{detached, guard};
 use crate::handle::Handle;
 use crate::parse;
 use crate::policy::NativePolicy;
-use memlineage::{GateRequest, WriteRequest};
+use memlineage::{AttributionName, GateRequest, WriteRequest};
 use memlineage_core::entry::{EntryKind, Parent};
 use memlineage_core::gate::ToolCall;
 use memlineage_core::label::Weight;
@@ -38,6 +38,7 @@ pub fn bench_write(
     parents: Vec<String>,
 ) -> PyResult<Vec<u64>> {
     guard(|| {
+        let writer = parse::name(&writer)?;
         let parents: Vec<Parent> = parse::ids(&parents)?
             .into_iter()
             .map(|id| Parent {
@@ -51,7 +52,7 @@ pub fn bench_write(
             time_each(n, || {
                 i += 1;
                 let req = WriteRequest::new(&writer, EntryKind::Derived, format!("{content} {i}"))
-                    .with_parents(parents.clone(), "coarse");
+                    .with_parents(parents.clone(), AttributionName::COARSE);
                 mem.write(req)?;
                 Ok(())
             })
@@ -94,6 +95,7 @@ pub fn bench_gate(
 ) -> PyResult<Vec<u64>> {
     guard(|| {
         let context = parse::ids(&context)?;
+        let recorder = parse::name(&recorder)?;
         let policy = Arc::clone(&policy.policy);
         let mem = handle.mem()?;
         let mut calls = calls.iter();

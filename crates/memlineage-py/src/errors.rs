@@ -106,6 +106,8 @@ pub enum Fail {
     Refused(String),
     /// Failed verification found by the binding itself.
     Integrity(String),
+    /// No such store (or entry) found by the binding itself.
+    NotFound(String),
     /// A store that cannot be opened or created.
     Store(String),
     /// A store this build cannot open.
@@ -122,73 +124,79 @@ impl From<memlineage::Error> for Fail {
     }
 }
 
-/// What kind of failure an error of the handle is: the exception class it raises.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Input,
-    Gate,
-    Refused,
-    Integrity,
-    NotFound,
-    Store,
-    Conflict,
-}
-
-/// The classification of an error of the handle. Today's `memlineage::Error` carries some
-/// refusals as `Invalid(String)`; those are told apart by the message the write path gives
-/// them (all of them are listed in `write.rs` and `control.rs`).
-fn classify(e: &memlineage::Error) -> Kind {
-    use memlineage::Error as E;
-    match e {
-        E::Registry(_) | E::NoKey(_) => Kind::Refused,
-        E::Core(_) | E::Entry(_) | E::Merkle(_) | E::Checkpoint(_) | E::Integrity(_) => {
-            Kind::Integrity
-        }
-        E::Sqlite(_) | E::Io { .. } | E::Store(_) => Kind::Store,
-        E::NotFound(_) | E::UnknownParent(_) => Kind::NotFound,
-        E::StaleLabel { .. } => Kind::Conflict,
-        E::Gate(_) => Kind::Gate,
-        E::Invalid(m) if is_refusal(m) => Kind::Refused,
-        _ => Kind::Input,
-    }
-}
-
-/// The refusals the handle reports as `Error::Invalid` (by the words it uses for them).
-fn is_refusal(message: &str) -> bool {
-    message.starts_with("refused")
-        || message.contains("is not registered")
-        || message.contains("is not its current registered key")
-        || message.contains("only trusted principals may write")
-}
-
 /// The message the CLI prints for this error (after `error: `).
 fn message(e: &memlineage::Error) -> String {
+    use memlineage::error::Refusal;
     match e {
         // `memlineage gate` says the call cannot be judged (commands/gate.rs).
         memlineage::Error::Gate(g) => format!("cannot judge the call: {g}"),
+        // The CLI says how to register the principal (output.rs).
+        memlineage::Error::Refused(Refusal::NotRegistered { name }) => format!(
+            "principal `{name}` is not registered: add it with `memlineage principal add {name} \
+             --class trusted|external` (see `memlineage principal list`)"
+        ),
         other => other.to_string(),
+    }
+}
+
+/// An error of a write as the CLI words it (`commands/mod.rs`, `refused`): a missing or stale
+/// key names the key file in the store's key directory (the library knows principals, not
+/// files). Other errors are passed on.
+pub fn with_key_files(e: memlineage::Error, keys: Option<&std::path::Path>) -> Fail {
+    use memlineage::error::Refusal;
+    let Some(dir) = keys else {
+        return Fail::Mem(e);
+    };
+    match &e {
+        memlineage::Error::NoKey(name) => Fail::Refused(format!(
+            "no secret key for `{name}`: expected {} (is this the right store?)",
+            memlineage::keyring::key_path(dir, name).display()
+        )),
+        memlineage::Error::Refused(Refusal::KeyNotCurrent { name, current }) => {
+            let file = name
+                .parse::<memlineage::PrincipalName>()
+                .map(|n| memlineage::keyring::key_path(dir, &n).display().to_string())
+                .unwrap_or_else(|_| name.clone());
+            Fail::Refused(format!(
+                "refused: {file} is not the current key of `{name}` (it was rotated; the current \
+                 key id is {})",
+                current.map_or_else(String::new, |k| k.to_hex())
+            ))
+        }
+        _ => Fail::Mem(e),
+    }
+}
+
+/// The exception of an error of the handle: its class follows `Error::kind()`
+/// (`docs/errors.md`), except a call the gate cannot judge, which is a `GateError`.
+fn exception(e: &memlineage::Error) -> PyErr {
+    use memlineage::ErrorKind as K;
+    let m = message(e);
+    if matches!(e, memlineage::Error::Gate(_)) {
+        return GateError::new_err(m);
+    }
+    match e.kind() {
+        K::InvalidInput => InputError::new_err(m),
+        K::NotFound => NotFoundError::new_err(m),
+        K::Refused => RefusedError::new_err(m),
+        K::Integrity => IntegrityError::new_err(m),
+        K::Conflict => ConflictError::new_err(m),
+        K::Storage | K::Io => StorageError::new_err(m),
+        K::Unavailable => UnavailableError::new_err(m),
+        K::Internal => InternalError::new_err(m),
+        _ => Error::new_err(m),
     }
 }
 
 impl From<Fail> for PyErr {
     fn from(f: Fail) -> PyErr {
         match f {
-            Fail::Mem(e) => {
-                let m = message(&e);
-                match classify(&e) {
-                    Kind::Input => InputError::new_err(m),
-                    Kind::Gate => GateError::new_err(m),
-                    Kind::Refused => RefusedError::new_err(m),
-                    Kind::Integrity => IntegrityError::new_err(m),
-                    Kind::NotFound => NotFoundError::new_err(m),
-                    Kind::Store => StorageError::new_err(m),
-                    Kind::Conflict => ConflictError::new_err(m),
-                }
-            }
+            Fail::Mem(e) => exception(&e),
             Fail::Input(m) => InputError::new_err(m),
             Fail::Policy(m) => PolicyError::new_err(m),
             Fail::Refused(m) => RefusedError::new_err(m),
             Fail::Integrity(m) => IntegrityError::new_err(m),
+            Fail::NotFound(m) => NotFoundError::new_err(m),
             Fail::Store(m) => StorageError::new_err(m),
             Fail::Unavailable(m) => UnavailableError::new_err(m),
             Fail::Closed => ClosedError::new_err(

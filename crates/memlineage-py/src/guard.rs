@@ -47,7 +47,7 @@ pub fn distinct<T>(mut f: impl FnMut() -> Result<T, Fail>) -> Result<T, Fail> {
     let mut tries = 0;
     loop {
         match f() {
-            Err(Fail::Mem(e)) if tries < 5 && same_id_appended(&e) => {
+            Err(Fail::Mem(e)) if tries < 5 && same_id_appended(&e.to_string()) => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
@@ -56,7 +56,6 @@ pub fn distinct<T>(mut f: impl FnMut() -> Result<T, Fail>) -> Result<T, Fail> {
     }
 }
 
-fn same_id_appended(e: &memlineage::Error) -> bool {
-    let m = e.to_string();
+fn same_id_appended(m: &str) -> bool {
     m.contains("UNIQUE constraint failed: entries.id") || m.contains("is already in the log")
 }

@@ -7,14 +7,16 @@
 //! is closed when the last of them returns — so closing never cuts a transaction short.
 
 use crate::convert;
-use crate::errors::Fail;
+use crate::errors::{Fail, with_key_files};
 use crate::guard::{detached, distinct, guard};
-use crate::location::Location;
-use crate::open::{Mem, open_or_create};
+use crate::location;
+use crate::open::open_or_create;
 use crate::parse;
 use crate::policy::NativePolicy;
 use crate::principals;
-use memlineage::{Direction, GateRequest, WriteRequest};
+use memlineage::{
+    AttributionName, Direction, GateRequest, Memory as Mem, StoreLocation, WriteRequest,
+};
 use memlineage_core::entry::{EntryKind, Parent};
 use memlineage_core::gate::ToolCall;
 use memlineage_core::label::{Fallback, TrustClass, Weight};
@@ -31,7 +33,7 @@ use std::sync::{Arc, RwLock};
 #[pyclass(frozen, module = "memlineage._native", name = "Handle")]
 pub struct Handle {
     mem: RwLock<Option<Arc<Mem>>>,
-    location: Location,
+    location: StoreLocation,
     created: bool,
     /// This handle's label rule for writes (stricter than the store's, or the store's).
     tau: Option<Weight>,
@@ -47,6 +49,12 @@ impl Handle {
             .clone()
             .ok_or(Fail::Closed)
     }
+}
+
+/// A location as a person reads it (and `Memory.open` takes back): a file store as its path.
+fn shown(loc: &StoreLocation) -> String {
+    loc.sqlite_file()
+        .map_or_else(|| loc.to_string(), |f| f.display().to_string())
 }
 
 /// Content given as `str` (UTF-8) or `bytes`.
@@ -83,7 +91,6 @@ impl WriteArgs {
     pub(crate) fn request(
         self,
         mem: &Mem,
-        keys_dir: Option<&std::path::Path>,
         tau: Option<Weight>,
         fallback: Option<Fallback>,
     ) -> Result<WriteRequest, Fail> {
@@ -94,7 +101,6 @@ impl WriteArgs {
             ));
         }
         let writer = parse::name(&self.writer)?;
-        let class = principals::check_writer(mem, keys_dir, &writer)?;
         let mut parents = Vec::with_capacity(self.parents.len());
         let mut weighed = false;
         for (id, w) in &self.parents {
@@ -107,14 +113,21 @@ impl WriteArgs {
         let kind = match &self.kind {
             Some(k) => parse::content_kind(k)?,
             None if !parents.is_empty() => EntryKind::Derived,
-            None if class == TrustClass::External => EntryKind::ToolOutput,
-            None => EntryKind::Observation,
+            None => match mem.registry()?.get(writer.as_str()).map(|p| p.class) {
+                Some(TrustClass::External) => EntryKind::ToolOutput,
+                _ => EntryKind::Observation,
+            },
         };
         let mut req = WriteRequest::new(&writer, kind, self.content)
             .with_scope(parse::scope(&self.scope)?)
             .with_label_rule(tau, fallback);
         if !parents.is_empty() {
-            req = req.with_parents(parents, if weighed { "explicit" } else { "coarse" });
+            let how = if weighed {
+                AttributionName::EXPLICIT
+            } else {
+                AttributionName::COARSE
+            };
+            req = req.with_parents(parents, how);
         }
         if let Some(src) = &self.source {
             req = req.with_source(Hash256::of(src.as_bytes()));
@@ -143,7 +156,7 @@ impl Handle {
         create: bool,
     ) -> PyResult<Handle> {
         guard(|| {
-            let loc = Location::resolve(location.as_deref())?;
+            let loc = location::resolve(location.as_deref())?;
             let tau = tau.as_deref().map(parse::weight).transpose()?;
             let fallback = fallback.as_deref().map(parse::fallback).transpose()?;
             let (mem, created) = detached(py, || open_or_create(&loc, create, (tau, fallback)))?;
@@ -186,7 +199,7 @@ impl Handle {
     /// The store's location (`memory:` for a store in RAM).
     #[getter]
     fn location(&self) -> String {
-        self.location.describe()
+        shown(&self.location)
     }
 
     /// Whether this open created the store.
@@ -201,7 +214,12 @@ impl Handle {
             let mem = self.mem()?;
             let operator = detached(py, || Ok(mem.operator()?))?;
             let s = mem.settings();
-            Ok((s.origin.clone(), s.tau.bp(), s.fallback.as_str(), operator))
+            Ok((
+                s.origin.clone(),
+                s.tau.bp(),
+                s.fallback.as_str(),
+                operator.to_string(),
+            ))
         })
     }
 
@@ -241,10 +259,13 @@ impl Handle {
             };
             let mem = self.mem()?;
             let (tau, fallback) = (self.tau, self.fallback);
-            let keys = self.location.keys_dir();
+            let keys = self.location.key_dir();
             let view = detached(py, || {
-                let req = args.request(&mem, keys, tau, fallback)?;
-                let w = distinct(|| Ok(mem.write(req.clone())?))?;
+                let req = args.request(&mem, tau, fallback)?;
+                let w = distinct(|| {
+                    mem.write(req.clone())
+                        .map_err(|e| with_key_files(e, keys.as_deref()))
+                })?;
                 Ok(mem.get(&w.id)?)
             })?;
             convert::entry(py, &view)
@@ -284,13 +305,16 @@ impl Handle {
             }
             let mem = self.mem()?;
             let (tau, fallback) = (self.tau, self.fallback);
-            let keys = self.location.keys_dir();
+            let keys = self.location.key_dir();
             let views = detached(py, || {
                 let reqs = args
                     .into_iter()
-                    .map(|a| a.request(&mem, keys, tau, fallback))
+                    .map(|a| a.request(&mem, tau, fallback))
                     .collect::<Result<Vec<_>, Fail>>()?;
-                let written = distinct(|| Ok(mem.write_batch(reqs.clone())?))?;
+                let written = distinct(|| {
+                    mem.write_batch(reqs.clone())
+                        .map_err(|e| with_key_files(e, keys.as_deref()))
+                })?;
                 written
                     .iter()
                     .map(|w| Ok(mem.get(&w.id)?))
@@ -422,14 +446,16 @@ impl Handle {
             let target = parse::id(id)?;
             let writer = writer.as_deref().map(parse::name).transpose()?;
             let mem = self.mem()?;
-            let keys = self.location.keys_dir();
+            let keys = self.location.key_dir();
             let view = detached(py, || {
                 let writer = match writer {
                     Some(w) => w,
                     None => mem.operator()?,
                 };
-                principals::check_writer(&mem, keys, &writer)?;
-                let w = distinct(|| Ok(mem.forget(&writer, &target, erase, &reason)?))?;
+                let w = distinct(|| {
+                    mem.forget(&writer, &target, erase, &reason)
+                        .map_err(|e| with_key_files(e, keys.as_deref()))
+                })?;
                 Ok(mem.get(&w.id)?)
             })?;
             convert::entry(py, &view)
@@ -450,7 +476,7 @@ impl Handle {
         guard(|| {
             let target = match (id, principal) {
                 (Some(id), None) => DistrustTarget::Entry(parse::id(&id)?),
-                (None, Some(p)) => DistrustTarget::Principal(parse::name(&p)?),
+                (None, Some(p)) => DistrustTarget::Principal(parse::name(&p)?.to_string()),
                 _ => {
                     return Err(Fail::Input(
                         "give an entry id or principal=NAME to distrust (not both)".into(),
@@ -460,7 +486,7 @@ impl Handle {
             };
             let writer = writer.as_deref().map(parse::name).transpose()?;
             let mem = self.mem()?;
-            let keys = self.location.keys_dir();
+            let keys = self.location.key_dir();
             let view = detached(py, || {
                 if let DistrustTarget::Principal(p) = &target
                     && mem.registry()?.get(p).is_none()
@@ -473,8 +499,10 @@ impl Handle {
                     Some(w) => w,
                     None => mem.operator()?,
                 };
-                principals::check_writer(&mem, keys, &writer)?;
-                let w = distinct(|| Ok(mem.distrust(&writer, target.clone(), &reason)?))?;
+                let w = distinct(|| {
+                    mem.distrust(&writer, target.clone(), &reason)
+                        .map_err(|e| with_key_files(e, keys.as_deref()))
+                })?;
                 Ok(mem.get(&w.id)?)
             })?;
             convert::entry(py, &view)
@@ -512,7 +540,7 @@ impl Handle {
             let report = report.map_err(Fail::from)?;
             let d = PyDict::new(py);
             d.set_item("ok", report.ok())?;
-            d.set_item("location", self.location.describe())?;
+            d.set_item("location", shown(&self.location))?;
             d.set_item("entries", report.entries)?;
             d.set_item("signatures", report.signatures)?;
             d.set_item("principals", report.principals)?;
@@ -561,7 +589,10 @@ impl Handle {
                 .principals()
                 .map(|p| {
                     let current = p.current_key().map(|k| k.key_id);
-                    let local = mem.keys().get_with_id(&p.name).ok().map(|(_, id)| id);
+                    let local = parse::name(&p.name)
+                        .ok()
+                        .and_then(|n| mem.keys().get_with_id(&n).ok())
+                        .map(|(_, id)| id);
                     (
                         p.name.clone(),
                         p.class.as_str(),
@@ -597,7 +628,7 @@ impl Handle {
             let name = parse::name(name)?;
             let class = parse::class(class)?;
             let mem = self.mem()?;
-            let keys = self.location.keys_dir().map(std::path::Path::to_path_buf);
+            let keys = self.location.key_dir();
             let r = detached(py, || principals::add(&mem, keys.as_deref(), &name, class))?;
             Ok((r.key_id, r.key_file, r.written.id.to_hex(), r.written.index))
         })
@@ -612,7 +643,7 @@ impl Handle {
         guard(|| {
             let name = parse::name(name)?;
             let mem = self.mem()?;
-            let keys = self.location.keys_dir().map(std::path::Path::to_path_buf);
+            let keys = self.location.key_dir();
             let r = detached(py, || principals::rotate(&mem, keys.as_deref(), &name))?;
             Ok((r.key_id, r.key_file, r.written.id.to_hex(), r.written.index))
         })

@@ -4,20 +4,21 @@
 //! (trusted, the default writer) and `web` (external, for tool output), each with a fresh key
 //! saved (mode 0600, in a 0700 directory) *before* it is registered, so that a registered key
 //! is never lost.
+//!
+//! Processes may open a new file store at the same moment: the one that creates the store file
+//! (exclusively) initialises it; the others wait until it has, and none of them ever removes a
+//! file another one made.
 
 use crate::errors::Fail;
-use crate::location::Location;
 use ed25519_dalek::SigningKey;
 use memlineage::keyring::{key_path, save_key};
-use memlineage::{Memory, Settings, SqliteStore};
+use memlineage::store::{MemoryStore, SqliteStore};
+use memlineage::{Error, Memory, PrincipalName, Settings, StoreLocation};
 use memlineage_core::keys;
 use memlineage_core::label::{Fallback, TrustClass, Weight};
 use rand_core::{OsRng, RngCore};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// The handle the binding wraps.
-pub type Mem = Memory<SqliteStore>;
 
 /// The operator a new store gets.
 pub const OPERATOR: &str = "operator";
@@ -27,53 +28,58 @@ pub const DEFAULT_PRINCIPALS: [(&str, TrustClass); 2] = [
     ("web", TrustClass::External),
 ];
 
+/// How long an open waits for another process to finish initialising the store it created.
+const INIT_WAIT: Duration = Duration::from_secs(10);
+
+fn name(s: &str) -> Result<PrincipalName, Fail> {
+    crate::parse::name(s)
+}
+
 /// Opens the store at `loc`; when there is none and `create` is set, creates it with `rule`
 /// (default τ 0.5, strict fallback). Returns the handle and whether it was created.
 pub fn open_or_create(
-    loc: &Location,
+    loc: &StoreLocation,
     create: bool,
     rule: (Option<Weight>, Option<Fallback>),
-) -> Result<(Mem, bool), Fail> {
-    match loc {
-        Location::InMemory => {
-            let store = SqliteStore::in_memory()?;
-            Ok((init(store, loc, rule)?, true))
+) -> Result<(Memory, bool), Fail> {
+    let Some(db) = loc.sqlite_file() else {
+        return match loc {
+            StoreLocation::Memory => Ok((init(MemoryStore::new(), None, rule)?, true)),
+            other => Ok((Memory::open_at(other)?, false)),
+        };
+    };
+    let keys = loc.key_dir().unwrap_or_else(|| PathBuf::from("keys"));
+    if !db.is_file() {
+        if !create {
+            return Err(Fail::NotFound(format!(
+                "no store at {}: open it with create=True (the default) or run `memlineage \
+                 init`, or point MEMLINEAGE_STORE at an existing store",
+                db.display()
+            )));
         }
-        Location::File { db, keys } => {
-            if !db.is_file() {
-                if !create {
-                    return Err(Fail::Store(format!(
-                        "no store at {}: create it with Memory.open(create=True) or `memlineage \
-                         init`, or point MEMLINEAGE_STORE at an existing store",
-                        db.display()
-                    )));
-                }
-                if claim(db)? {
-                    let mut created =
-                        Created(vec![db.clone(), suffixed(db, "-wal"), suffixed(db, "-shm")]);
-                    let result = create_file(keys, loc, rule, &mut created);
-                    if result.is_err() {
-                        created.undo();
-                    }
-                    return Ok((result?, true));
-                }
-                // Another process claimed the file first and is initialising it: open it.
+        if claim(&db)? {
+            let mut created = Created(vec![
+                db.clone(),
+                suffixed(&db, "-wal"),
+                suffixed(&db, "-shm"),
+            ]);
+            let result = create_file(&db, &keys, rule, &mut created);
+            if result.is_err() {
+                created.undo();
             }
-            Ok((open_file(db, keys)?, false))
+            return Ok((result?, true));
         }
+        // Another process created the file first and is initialising it: open it.
     }
+    Ok((open_file(loc, &keys)?, false))
 }
-
-/// How long an open waits for another process to finish initialising the store it claimed.
-const INIT_WAIT: Duration = Duration::from_secs(10);
 
 /// Opens an existing store file and loads its keys, waiting (up to [`INIT_WAIT`]) while it is
 /// still being initialised by the process that created it.
-fn open_file(db: &Path, keys: &Path) -> Result<Mem, Fail> {
+fn open_file(loc: &StoreLocation, keys: &Path) -> Result<Memory, Fail> {
     let start = Instant::now();
     loop {
-        let opened = SqliteStore::open(db).and_then(Memory::open);
-        match opened {
+        match Memory::open_at(loc) {
             Ok(mem) => {
                 // The creator registers the default principals right after the genesis
                 // record: wait for them, so that this handle can sign as `agent` at once.
@@ -86,29 +92,30 @@ fn open_file(db: &Path, keys: &Path) -> Result<Mem, Fail> {
             Err(e) if start.elapsed() < INIT_WAIT && being_initialised(&e) => {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(e) => {
-                return Err(Fail::Store(format!(
-                    "cannot open the store at {}: {e} (run `memlineage verify` for a full audit)",
-                    db.display()
-                )));
-            }
+            Err(e) => return Err(e.into()),
         }
     }
 }
 
-/// Whether the store is a fresh one whose creator has not yet registered the default
-/// principals (their keys are on disk, the log is shorter than genesis plus them).
-fn initialising(mem: &Mem, keys: &Path) -> Result<bool, Fail> {
-    Ok(mem.size()? < 1 + DEFAULT_PRINCIPALS.len() as u64
-        && DEFAULT_PRINCIPALS
-            .iter()
-            .all(|(n, _)| key_path(keys, n).is_file()))
+/// Whether opening failed because the store has no genesis record yet.
+fn being_initialised(e: &Error) -> bool {
+    use memlineage::error::StoreState;
+    matches!(e, Error::State(StoreState::NotInitialised { .. }))
 }
 
-/// Whether opening failed because the store has no genesis record yet.
-fn being_initialised(e: &memlineage::Error) -> bool {
-    let m = e.to_string();
-    m.contains("not initialised") || m.contains("no genesis record")
+/// Whether the store is a fresh one whose creator has not yet registered the default
+/// principals (their keys are on disk, the log is shorter than genesis plus them).
+fn initialising(mem: &Memory, keys: &Path) -> Result<bool, Fail> {
+    // Genesis, then one registry record per default principal.
+    if mem.size()? > DEFAULT_PRINCIPALS.len() as u64 {
+        return Ok(false);
+    }
+    for (n, _) in DEFAULT_PRINCIPALS {
+        if !key_path(keys, &name(n)?).is_file() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Creates the store file, empty, if nobody else has (its directory 0700 first): `true` when
@@ -154,16 +161,17 @@ impl Created {
 }
 
 fn create_file(
+    db: &Path,
     keys_dir: &Path,
-    loc: &Location,
     rule: (Option<Weight>, Option<Fallback>),
     created: &mut Created,
-) -> Result<Mem, Fail> {
-    let Location::File { db, .. } = loc else {
-        return Err(Fail::Store("a store in RAM has no file".into()));
-    };
-    for name in std::iter::once(OPERATOR).chain(DEFAULT_PRINCIPALS.iter().map(|(n, _)| *n)) {
-        let p = key_path(keys_dir, name);
+) -> Result<Memory, Fail> {
+    let names = std::iter::once(OPERATOR)
+        .chain(DEFAULT_PRINCIPALS.iter().map(|(n, _)| *n))
+        .map(name)
+        .collect::<Result<Vec<_>, Fail>>()?;
+    for n in &names {
+        let p = key_path(keys_dir, n);
         if p.exists() {
             return Err(Fail::Refused(format!(
                 "{} already exists (left over from another store?): move it away or use another \
@@ -174,27 +182,26 @@ fn create_file(
     }
     // The key files are written before the store registers them, so that a registered key is
     // never lost (the key directory is created 0700 by `save_key`).
-    for name in std::iter::once(OPERATOR).chain(DEFAULT_PRINCIPALS.iter().map(|(n, _)| *n)) {
+    for n in &names {
         let key = keys::generate(&mut OsRng);
-        created.0.push(save_key(keys_dir, name, &key)?);
+        created.0.push(save_key(keys_dir, n, &key)?);
     }
-    init(SqliteStore::open(db)?, loc, rule)
+    init(SqliteStore::open(db)?, Some(keys_dir), rule)
 }
 
 /// Writes the genesis record and registers the default principals, with keys from the key
 /// directory of a file store (just written there) or fresh ones for a store in RAM.
 fn init(
-    store: SqliteStore,
-    loc: &Location,
+    backend: impl memlineage::IntoBackend,
+    keys_dir: Option<&Path>,
     (tau, fallback): (Option<Weight>, Option<Fallback>),
-) -> Result<Mem, Fail> {
+) -> Result<Memory, Fail> {
     let ring = memlineage::Keyring::new();
-    if let Some(dir) = loc.keys_dir() {
+    if let Some(dir) = keys_dir {
         ring.load_dir(dir)?;
     }
-    let key_of = |name: &str| -> SigningKey {
-        ring.get(name)
-            .unwrap_or_else(|_| keys::generate(&mut OsRng))
+    let key_of = |n: &PrincipalName| -> SigningKey {
+        ring.get(n).unwrap_or_else(|_| keys::generate(&mut OsRng))
     };
     let mut origin = [0u8; 8];
     OsRng.fill_bytes(&mut origin);
@@ -205,11 +212,13 @@ fn init(
     if let Some(f) = fallback {
         settings.fallback = f;
     }
-    let mem = Memory::init(store, settings, OPERATOR, key_of(OPERATOR))?;
-    for (name, class) in DEFAULT_PRINCIPALS {
-        let key = key_of(name);
-        mem.keys().insert(name, key.clone());
-        mem.add_principal(name, class, &key.verifying_key())?;
+    let operator = name(OPERATOR)?;
+    let mem = Memory::init(backend, settings, &operator, key_of(&operator))?;
+    for (n, class) in DEFAULT_PRINCIPALS {
+        let n = name(n)?;
+        let key = key_of(&n);
+        mem.keys().insert(&n, key.clone());
+        mem.add_principal(&n, class, &key.verifying_key())?;
     }
     Ok(mem)
 }

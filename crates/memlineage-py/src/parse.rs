@@ -4,7 +4,7 @@
 use crate::errors::Fail;
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::label::{Fallback, TrustClass, Weight};
-use memlineage_core::{EntryId, Hash256};
+use memlineage_core::{EntryId, Hash256, PrincipalName};
 
 fn shown(s: &str) -> String {
     s.chars().take(80).collect()
@@ -50,9 +50,8 @@ pub fn class(s: &str) -> Result<TrustClass, Fail> {
 }
 
 /// A principal name: 1 to 64 characters from `a-z 0-9 . _ -`.
-pub fn name(s: &str) -> Result<String, Fail> {
-    memlineage_core::principal::validate_name(s)
-        .map(|()| s.to_string())
+pub fn name(s: &str) -> Result<PrincipalName, Fail> {
+    s.parse::<PrincipalName>()
         .map_err(|e| Fail::Input(e.to_string()))
 }
 

@@ -4,9 +4,9 @@
 //! lost. A store in RAM keeps keys in the process only.
 
 use crate::errors::Fail;
-use crate::open::Mem;
 use memlineage::Written;
 use memlineage::keyring::{key_path, replace_key, save_key};
+use memlineage::{Memory as Mem, PrincipalName};
 use memlineage_core::keys;
 use memlineage_core::label::TrustClass;
 use memlineage_core::principal::Principal;
@@ -28,10 +28,10 @@ pub struct Registered {
 pub fn add(
     mem: &Mem,
     keys_dir: Option<&Path>,
-    name: &str,
+    name: &PrincipalName,
     class: TrustClass,
 ) -> Result<Registered, Fail> {
-    if mem.registry()?.get(name).is_some() {
+    if mem.registry()?.get(name.as_str()).is_some() {
         return Err(Fail::Refused(format!(
             "principal `{name}` already exists (names are never reused; see `memlineage principal list`)"
         )));
@@ -63,9 +63,9 @@ pub fn add(
 }
 
 /// A registered principal that is not revoked.
-fn live(mem: &Mem, name: &str) -> Result<Principal, Fail> {
+fn live(mem: &Mem, name: &PrincipalName) -> Result<Principal, Fail> {
     let registry = mem.registry()?;
-    let p = registry.get(name).cloned().ok_or_else(|| {
+    let p = registry.get(name.as_str()).cloned().ok_or_else(|| {
         Fail::Refused(format!(
             "principal `{name}` is not registered (see `memlineage principal list`)"
         ))
@@ -83,7 +83,11 @@ fn live(mem: &Mem, name: &str) -> Result<Principal, Fail> {
 }
 
 /// Gives `name` a new key; the old one is refused for later entries.
-pub fn rotate(mem: &Mem, keys_dir: Option<&Path>, name: &str) -> Result<Registered, Fail> {
+pub fn rotate(
+    mem: &Mem,
+    keys_dir: Option<&Path>,
+    name: &PrincipalName,
+) -> Result<Registered, Fail> {
     live(mem, name)?;
     let key = keys::generate(&mut OsRng);
     let Some(dir) = keys_dir else {
@@ -125,47 +129,7 @@ pub fn rotate(mem: &Mem, keys_dir: Option<&Path>, name: &str) -> Result<Register
 }
 
 /// Revokes `name`: every entry it signs from now on is refused.
-pub fn revoke(mem: &Mem, name: &str, reason: &str) -> Result<Written, Fail> {
+pub fn revoke(mem: &Mem, name: &PrincipalName, reason: &str) -> Result<Written, Fail> {
     live(mem, name)?;
     Ok(mem.revoke_principal(name, reason)?)
-}
-
-/// Checks that `name` may sign now, with the messages `memlineage write` gives (a writer that
-/// is not registered, revoked, without its key here, or holding a retired key).
-pub fn check_writer(mem: &Mem, keys_dir: Option<&Path>, name: &str) -> Result<TrustClass, Fail> {
-    let registry = mem.registry()?;
-    let Some(p) = registry.get(name) else {
-        return Err(Fail::Refused(format!(
-            "principal `{name}` is not registered: add it with `memlineage principal add {name} \
-             --class trusted|external` (see `memlineage principal list`)"
-        )));
-    };
-    if let Some(at) = p.revoked_at {
-        let reason = match p.revoke_reason.as_deref() {
-            Some(r) if !r.is_empty() => format!(" (reason: {r})"),
-            _ => String::new(),
-        };
-        return Err(Fail::Refused(format!(
-            "refused: principal `{name}` was revoked at log index {at}{reason}; entries it signs \
-             are no longer accepted"
-        )));
-    }
-    let file = keys_dir.map_or_else(
-        || format!("a key for `{name}` in this process (the store is in RAM)"),
-        |d| key_path(d, name).display().to_string(),
-    );
-    let (_, key_id) = mem.keys().get_with_id(name).map_err(|_| {
-        Fail::Refused(format!(
-            "no secret key for `{name}`: expected {file} (is this the right store?)"
-        ))
-    })?;
-    if p.current_key().map(|k| k.key_id) != Some(key_id) {
-        return Err(Fail::Refused(format!(
-            "refused: {file} is not the current key of `{name}` (it was rotated; the current key \
-             id is {})",
-            p.current_key()
-                .map_or_else(String::new, |k| k.key_id.to_hex())
-        )));
-    }
-    Ok(p.class)
 }

@@ -54,6 +54,23 @@ def test_every_error_is_a_memlineage_error() -> None:
         assert c.__module__ == "memlineage" and c.__doc__
 
 
+def test_errors_are_values_with_a_kind(mem: Memory) -> None:
+    with pytest.raises(RefusedError) as e:
+        mem.add("x", principal="ghost")
+    d = e.value.to_dict()
+    assert d == {"error": "RefusedError", "kind": "refused", "message": str(e.value)}
+    other: Error = InputError(str(e.value))
+    assert e.value == RefusedError(str(e.value)) and e.value != other
+    assert hash(e.value) == hash(RefusedError(str(e.value)))
+    assert repr(e.value).startswith("RefusedError(")
+    assert [c.kind for c in (InputError, NotFoundError, StorageError, UnavailableError)] == [
+        "invalid_input",
+        "not_found",
+        "storage",
+        "unavailable",
+    ]
+
+
 def test_a_rust_panic_becomes_an_internal_error(mem: Memory) -> None:
     with pytest.raises(InternalError, match=r"internal error.*a panic for the test"):
         _native._panic_for_test("a panic for the test")
@@ -101,7 +118,7 @@ def test_messages_are_the_clis(cli: Path, disk: Memory, store_path: Path, tmp_pa
         (RefusedError, lambda m: m.add("x", principal="gone"), ["write", "--as", "gone", "x"]),
         (InputError, lambda m: m.add(""), ["write", ""]),
         (
-            NotFoundError,
+            InputError,
             lambda m: m.add("x", parents=[missing]),
             ["write", "--parent", missing, "x"],
         ),

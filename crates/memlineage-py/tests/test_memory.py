@@ -23,8 +23,8 @@ from memlineage import (
     NotFoundError,
     Recall,
     RefusedError,
-    StorageError,
     TrustClass,
+    UnavailableError,
 )
 
 from .conftest import ATTACKER_IBAN, BILL
@@ -71,7 +71,7 @@ def test_a_new_store_is_created_like_memlineage_init(store_path: Path) -> None:
 def test_open_without_create_and_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(StorageError, match="no store at"):
+    with pytest.raises(NotFoundError, match="no store at"):
         Memory.open(tmp_path / "none.db", create=False)
     monkeypatch.setenv("MEMLINEAGE_STORE", str(tmp_path / "env" / "store.db"))
     with Memory.open() as m:
@@ -81,6 +81,14 @@ def test_open_without_create_and_the_environment(
     with Memory.open() as m:
         assert m.location == ".memlineage/store.db"
     assert (tmp_path / ".memlineage" / "store.db").is_file()
+
+
+def test_store_locations(tmp_path: Path) -> None:
+    with Memory.open(f"sqlite:{tmp_path / 'a.db'}") as m:
+        assert m.location == str(tmp_path / "a.db") and m.created
+    with pytest.raises(UnavailableError) as e:
+        Memory.open("postgres://alice:secret@db.example/mem")
+    assert "secret" not in str(e.value) and "alice" in str(e.value)
 
 
 def test_custom_label_rule_at_creation_and_stricter_handles(tmp_path: Path) -> None:
@@ -151,7 +159,7 @@ def test_bad_input_to_add(mem: Memory, kwargs: dict[str, object], message: str) 
 def test_refused_writes(mem: Memory) -> None:
     with pytest.raises(RefusedError, match="not registered"):
         mem.add("x", principal="nobody")
-    with pytest.raises(NotFoundError, match="is not in the log"):
+    with pytest.raises(InputError, match="is not in the log"):
         mem.add("x", parents=["ab" * 32])
 
 
@@ -265,7 +273,7 @@ def test_delete_forgets_and_erase_erases(mem: Memory) -> None:
     got = mem.get(erased)
     assert got.erased and got.forgotten
     assert mem.verify().ok
-    with pytest.raises(InputError, match="cannot be forgotten"):
+    with pytest.raises(RefusedError, match="cannot be forgotten"):
         mem.delete(tomb)
     with pytest.raises(RefusedError, match="only trusted principals"):
         mem.delete(keep, signer="mail")

@@ -179,6 +179,7 @@ class Dropped(Record):
 
 
 def _frozen(self: object, *args: object, **kwargs: object) -> NoReturn:
+    """Refused: a :class:`Recall` is what was verified and rendered together."""
     raise dataclasses.FrozenInstanceError("a Recall cannot be changed (it is what was verified)")
 
 
@@ -475,10 +476,12 @@ class Principal(Record):
 
     @property
     def revoked(self) -> bool:
+        """Whether the principal was revoked (it can sign nothing any more)."""
         return self.revoked_at is not None
 
     @property
     def trusted(self) -> bool:
+        """Whether its class is ``trusted`` (its root entries are ``TRUSTED``)."""
         return self.cls is TrustClass.TRUSTED
 
 

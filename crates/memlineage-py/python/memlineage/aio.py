@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from ._types import AuditReport, Checkpoint, Entry, Lineage, Principal, PrincipalChange, Recall
 from .gate import Decision, Policy
 from .labels import TrustClass
-from .memory import EntryRef, Memory, ParentSpec, Weight
+from .memory import EntryRef, Memory, ParentSpec, Principals, Weight
 
 T = TypeVar("T")
 
@@ -99,6 +99,7 @@ class AsyncMemory:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self.memory.closed
 
     async def add(
@@ -197,5 +198,34 @@ class AsyncMemory:
             recorder=recorder,
         )
 
+
+def _document(cls: type, sync: type, names: tuple[str, ...]) -> None:
+    """Gives each awaitable method the docstring of the call it awaits."""
+    for name in names:
+        method = getattr(cls, name)
+        if method.__doc__ is None:
+            method.__doc__ = f"Awaitable ``{sync.__name__}.{name}``.\n\n" + (
+                getattr(sync, name).__doc__ or ""
+            )
+
+
+_document(
+    AsyncMemory,
+    Memory,
+    (
+        "add",
+        "search",
+        "recall",
+        "get",
+        "log",
+        "history",
+        "delete",
+        "distrust",
+        "checkpoint",
+        "gate",
+        "close",
+    ),
+)
+_document(AsyncPrincipals, Principals, ("list", "get", "add", "rotate", "revoke"))
 
 __all__ = ["AsyncMemory", "AsyncPrincipals"]

@@ -40,6 +40,46 @@ from ._native import (
     UnavailableError,
 )
 
+#: The kind of each class: the library's ``ErrorKind`` name (``docs/errors.md``), or the
+#: binding's own for the two the library has no kind for.
+_KINDS: dict[type[Error], str] = {
+    Error: "error",
+    InputError: "invalid_input",
+    PolicyError: "invalid_input",
+    GateError: "invalid_input",
+    RefusedError: "refused",
+    IntegrityError: "integrity",
+    NotFoundError: "not_found",
+    ConflictError: "conflict",
+    StorageError: "storage",
+    UnavailableError: "unavailable",
+    ClosedError: "closed",
+    InternalError: "internal",
+}
+
+
+def _to_dict(self: Error) -> dict[str, str]:
+    """The error as data: its class, its kind and its message (as the CLI prints it)."""
+    return {"error": type(self).__name__, "kind": type(self).kind, "message": str(self)}
+
+
+def _eq(self: Error, other: object) -> bool:
+    """Errors are equal when they are of one class with the same message."""
+    if not isinstance(other, Error):
+        return False
+    return type(self) is type(other) and bool(self.args == other.args)
+
+
+def _hash(self: Error) -> int:
+    return hash((type(self), self.args))
+
+
+for _cls, _kind in _KINDS.items():
+    _cls.kind = _kind
+Error.to_dict = _to_dict  # type: ignore[method-assign]
+Error.__eq__ = _eq  # type: ignore[assignment,method-assign]
+Error.__hash__ = _hash  # type: ignore[assignment,method-assign]
+
 __all__ = [
     "ClosedError",
     "ConflictError",

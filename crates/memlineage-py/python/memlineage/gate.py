@@ -235,10 +235,12 @@ class Decision(Record):
 
     @property
     def denied(self) -> bool:
+        """Whether the gate denied the call (in record mode it is dispatched all the same)."""
         return self.decision == "deny"
 
     @property
     def repaired(self) -> bool:
+        """Whether the gate repaired the call: dispatch it with :attr:`arguments`."""
         return self.decision == "repair"
 
     @property

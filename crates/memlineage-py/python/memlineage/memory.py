@@ -183,6 +183,7 @@ class Memory:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._h.closed
 
     def __enter__(self) -> Memory:
