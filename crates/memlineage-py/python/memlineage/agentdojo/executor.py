@@ -8,7 +8,9 @@
 2. gates a call of a sensitive tool (the policy names it) against that context;
 3. dispatches an allowed call, and a repaired one *with the repaired arguments*; returns a tool
    error to the model for a denied call (why, with the lineage path) and for a call that needs
-   the user's confirmation; never dispatches a call the gate cannot judge;
+   the user's confirmation; never dispatches a call the gate cannot judge — nor, once
+   something the model was shown could not be recorded, any later sensitive call of the run
+   (the context the gate would judge it on is incomplete);
 4. records each result under the principals that authored it (the trust map: fields of
    different authors become entries of their own).
 """
@@ -31,7 +33,7 @@ from agentdojo.functions_runtime import (
 )
 from agentdojo.types import ChatMessage, ChatToolResultMessage, text_content_block_from_string
 
-from ..errors import Error
+from ..errors import Error, RefusedError
 from .confirm import confirmations
 from .defence import Defence
 from .explain import model_message, reasons_for_results, repair_note, without_ids
@@ -72,7 +74,11 @@ class GatedToolsExecutor(BasePipelineElement):
         if not isinstance(state, RunState):
             state = self.defence.start_run()
             extra_args = {**extra_args, STATE_KEY: state}
-        state.catch_up(messages)
+        if state.broken is None:
+            try:
+                state.catch_up(messages)
+            except Error as e:
+                state.broken = f"what the model was shown could not be recorded: {e}"
         known = {f.name for f in runtime.functions.values()}
         results: list[ChatToolResultMessage] = []
         dispatched: list[tuple[str, Any, Mapping[str, Any], str | None]] = []
@@ -84,7 +90,12 @@ class GatedToolsExecutor(BasePipelineElement):
         # Calls of one message were decided together, on the same context: their results join
         # the context only now, in order.
         for tool, result, args, error in dispatched:
-            state.record_result(tool, result, args, error)
+            if state.broken is not None:
+                break
+            try:
+                state.record_result(tool, result, args, error)
+            except Error as e:
+                state.broken = f"the result of `{tool}` could not be recorded: {e}"
         state.recorded = len(messages) + len(results)
         return query, runtime, env, [*messages, *results], extra_args
 
@@ -109,6 +120,8 @@ class GatedToolsExecutor(BasePipelineElement):
             state.calls.append(CallRecord(call.function, args, "not_sensitive", True, args))
             return self._dispatch(call, call.function, args, runtime, env)
         try:
+            if state.broken is not None:
+                raise RefusedError(state.broken)
             decision = state.session.gate(
                 {"name": call.function, "arguments": args}, repair=self.defence.repair
             )

@@ -103,6 +103,10 @@ class RunState:
         #: How many messages of the transcript are recorded in the session.
         self.recorded = 0
         self.calls: list[CallRecord] = []
+        #: Why the session no longer holds everything the model saw (something it was shown
+        #: could not be recorded), or ``None``. From then on the gate's context would be
+        #: incomplete, so no sensitive call of the run can be judged (fail closed).
+        self.broken: str | None = None
         self._items: dict[str, ContextItem] = {}
 
     # -- recording ----------------------------------------------------------------------------
