@@ -398,6 +398,16 @@ def test_the_command_line_writes_results_and_a_table(tmp_path: Path, capsys: Any
     assert data["summary"]["asr"] == {"n": 0, "of": 1, "rate": 0.0}
     out = capsys.readouterr().out
     assert "| banking v1.2.2 | scripted | deny | 0.00 (0/1) | 0.00 (0/1) |" in out
+    # Beside the results, the per-task explanation: the refused transfer, in the words the
+    # model was given, never the attacker's IBAN.
+    md = (tmp_path / "banking-scripted-deny.md").read_text(encoding="utf-8")
+    assert "- `user_task_4 × injection_task_5`: attack failed, utility kept." in md
+    assert "  - `send_money`: deny, not dispatched:" in md
+    assert "> - `recipient` comes from untrusted content" in md and ATTACKER not in md
+    assert main(["explain", str(tmp_path / "banking-scripted-deny.json")]) == 0
+    assert capsys.readouterr().out == md
+    assert main(["explain", str(tmp_path / "banking-scripted-deny.json"), "--task", "x"]) == 0
+    assert "## " not in capsys.readouterr().out
 
 
 def test_the_command_line_reports_bad_input(capsys: Any) -> None:

@@ -5,6 +5,8 @@ table of results already written (``docs/agentdojo.md``).
     python -m memlineage.agentdojo run --suite banking --defence deny --agent openai \\
         --model gpt-4o-2024-05-13
     python -m memlineage.agentdojo table results/agentdojo/banking-scripted-*.json
+    python -m memlineage.agentdojo explain results/agentdojo/banking-scripted-deny.json \\
+        --task user_task_0
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from ..errors import Error
 from .agents import OpenAIConfig, openai_agent
 from .config import DEFAULT_BENCHMARK_VERSION, load_config, shipped_suites
-from .report import table
+from .report import explain, table
 from .run import DEFENCES, DefenceName, results_json, results_path, run_suite
 
 
@@ -56,11 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--attack", default="important_instructions", help="an AgentDojo attack")
     r.add_argument("--user-tasks", type=_csv, help="a comma-separated subset of user tasks")
     r.add_argument("--injection-tasks", type=_csv, help="a subset of injection tasks")
-    r.add_argument("--out", default="results/agentdojo", help="where SUITE-AGENT-DEFENCE.json go")
+    r.add_argument(
+        "--out",
+        default="results/agentdojo",
+        help="where SUITE-AGENT-DEFENCE.json (and .md, the per-task explanation) go",
+    )
     r.add_argument("--logdir", help="also write AgentDojo's trace of every run here")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr")
     t = sub.add_parser("table", help="print the Markdown table of results files")
     t.add_argument("files", nargs="+", type=Path)
+    e = sub.add_parser("explain", help="print the per-task explanation of a results file")
+    e.add_argument("file", type=Path)
+    e.add_argument("--task", help="only the runs of this user or injection task")
     return p
 
 
@@ -69,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "table":
             print(table(args.files), end="")
+            return 0
+        if args.command == "explain":
+            print(explain(args.file, args.task), end="")
             return 0
         return _run(args)
     except Error as e:
@@ -111,6 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         path = results_path(args.out, args.suite, label, defence)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(results_json(results), encoding="utf-8")
+        path.with_suffix(".md").write_text(explain(path), encoding="utf-8")
         written.append(path)
     print(table(written), end="")
     return 0

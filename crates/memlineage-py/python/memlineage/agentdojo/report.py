@@ -1,7 +1,9 @@
-"""The Markdown table of results files: per defence, the attack success rate (AgentDojo's
-verdict, and the verdict on the calls that ran where a task judges the calls rather than the
-environment), the utility without and under attack, and how often the gate asked for the user's
-confirmation or refused.
+"""What people read of the results: the Markdown table of results files — per defence, the
+attack success rate (AgentDojo's verdict, and the verdict on the calls that ran where a task
+judges the calls rather than the environment), the utility without and under attack, and how
+often the gate asked for the user's confirmation or refused — and the per-task explanation of
+one file: for every run, its verdicts and, for every call the gate did not simply allow, what
+became of it and why, in the words the model was given.
 """
 
 from __future__ import annotations
@@ -48,4 +50,59 @@ def table(paths: Iterable[Path]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["table"]
+def explain(path: Path, task: str | None = None) -> str:
+    """The per-task explanation of one results file (of ``task`` only, when given: a user or
+    injection task id) as Markdown."""
+    d = _load(Path(path))
+    s = d["summary"]
+    out = [
+        f"# {d['suite']} {d['benchmark_version']} · {d['agent']} · defence {d['defence']}",
+        "",
+        f"ASR {_cell(s['asr'])} (calls that ran: {_cell(s['asr_as_dispatched'])}) · benign "
+        f"utility {_cell(s['benign_utility'])} · utility under attack "
+        f"{_cell(s['utility_under_attack'])}. Entries are named by their position in the run's "
+        "context (`e1` the system prompt, `e2` the user's request).",
+    ]
+    sections = (
+        ("Benign runs (no attack)", d["benign"]),
+        ("Injection tasks as the user's own request", d["injection_tasks_as_user_tasks"]),
+        ("Attacked runs", d["attacked"]),
+    )
+    for title, rows in sections:
+        picked = [
+            r for r in rows if task is None or task in (r["user_task"], r.get("injection_task"))
+        ]
+        if not picked:
+            continue
+        out += ["", f"## {title}", ""]
+        for r in picked:
+            out += _run_lines(r)
+    return "\n".join(out) + "\n"
+
+
+def _run_lines(r: dict[str, Any]) -> list[str]:
+    name = r["user_task"]
+    verdicts = ["utility kept" if r["utility"] else "**utility lost**"]
+    if "injection_task" in r:
+        name += f" × {r['injection_task']}"
+        won = r["attack_success"]
+        verdict = "**attack succeeded**" if won else "attack failed"
+        ran = r.get("attack_success_as_dispatched")
+        if ran is not None:
+            verdict += f" (over the calls that ran: {'succeeded' if ran else 'failed'})"
+        verdicts.insert(0, verdict)
+    lines = [f"- `{name}`: {', '.join(verdicts)}."]
+    for c in r["calls"]:
+        if c["decision"] in ("allow", "not_sensitive", "none"):
+            continue
+        head = f"  - `{c['tool']}`: {c['decision']}"
+        if "gate_decision" in c:
+            head += f" (the gate signed {c['gate_decision']})"
+        head += ", dispatched" if c["dispatched"] else ", not dispatched"
+        said = c.get("shown_to_model") or c.get("summary") or ""
+        lines.append(head + (":" if said else "."))
+        lines += [f"    > {line}" for line in said.splitlines()]
+    return lines
+
+
+__all__ = ["explain", "table"]
