@@ -52,6 +52,13 @@ class Policy:
             return cls(_native.NativePolicy.parse(text, str(path)), str(path))
         return cls(_native.NativePolicy.parse(text_or_path))
 
+    @classmethod
+    @checked
+    def from_text(cls, text: str, source: str | None = None) -> Policy:
+        """Parses a policy from TOML ``text``; ``source`` names where it came from in error
+        messages (a file name, a package resource)."""
+        return cls(_native.NativePolicy.parse(text, source), source)
+
     @property
     def text(self) -> str:
         """The TOML text."""

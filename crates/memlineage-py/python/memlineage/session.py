@@ -189,11 +189,28 @@ class Session:
             self._instructions = text
             return self.system(text)
 
-    def tool_result(self, tool: str, result: Any, *, call_id: str | None = None) -> list[Entry]:
+    def tool_result(
+        self,
+        tool: str,
+        result: Any,
+        *,
+        call_id: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> list[Entry]:
         """Records a tool's result under the principals that authored it (the trust map: the
         tool's author, and the authors of its fields) and shows it. Returns the entries, the
-        result's author first. A result that is not a string is recorded as JSON."""
-        meta = {"tool": tool} | ({"call_id": call_id} if call_id else {})
+        result's author first. A result that is not a string is recorded as JSON.
+
+        ``arguments`` are those the tool was called with: when the trust map names the
+        argument that names the result's document (:attr:`ToolTrust.source`), its value is
+        recorded with every part as the metadata ``source_ref`` — what lets the gate ask the
+        user to confirm a value from a document the user's request names."""
+        ref = self.trust.tool(tool).source_ref(arguments)
+        meta = (
+            {"tool": tool}
+            | ({"call_id": call_id} if call_id else {})
+            | ({"source_ref": ref} if ref else {})
+        )
         parts = self.trust.parts(tool, result)
         with self._lock:
             if call_id is not None:

@@ -13,6 +13,16 @@ with ``*`` for any key or list item: ``"subject"``, ``"*.subject"`` (every item 
 
 A tool the map does not name is recorded under :attr:`TrustMap.default_tool` — by default the
 external principal ``web``: what nobody vouched for is untrusted (fail closed).
+
+A tool whose result is the content of a document the call names (a file by its path, a page by
+its URL) declares that argument as its :attr:`ToolTrust.source`: the session then records the
+name with the result (metadata ``source_ref``), so that the gate can tell a value the user asked
+to act on ("pay the bill in bill.txt") from one an unrelated source supplied, and ask the user
+to confirm the first rather than refuse it (``docs/gate.md``, "Confirm").
+
+The same map is written as TOML (:meth:`TrustMap.from_toml`, ``docs/python.md``, "Trust map
+files"), with the class of each principal so that a store can be set up from it
+(:meth:`TrustMap.register`).
 """
 
 from __future__ import annotations
@@ -21,12 +31,16 @@ import dataclasses
 import datetime
 import enum
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._record import Record
-from .errors import InputError
+from .errors import InputError, RefusedError
+
+if TYPE_CHECKING:
+    from .memory import Memory
 
 #: A JSON path element: a key, or an index into a list.
 PathItem = str | int
@@ -35,10 +49,21 @@ PathItem = str | int
 @dataclass(frozen=True, slots=True)
 class ToolTrust(Record):
     """The authors of one tool's results: ``author`` for the result, and ``fields`` mapping a
-    field path (see the module docs) to the principal that authored the values there."""
+    field path (see the module docs) to the principal that authored the values there.
+    ``source`` names the argument of the call that names the document the result is the
+    content of (``"file_path"``, ``"url"``), if there is one."""
 
     author: str
     fields: Mapping[str, str] = field(default_factory=dict)
+    source: str | None = None
+
+    def source_ref(self, arguments: Mapping[str, Any] | None) -> str | None:
+        """The name of the document a call with ``arguments`` read: the value of the
+        :attr:`source` argument when it is a non-empty string, else ``None``."""
+        if self.source is None or not arguments:
+            return None
+        v = arguments.get(self.source)
+        return v if isinstance(v, str) and v.strip() else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +88,9 @@ class TrustMap(Record):
       several authors.
     - ``default_tool``: the author of a tool the map does not name (default ``web``,
       external).
+    - ``classes``: principal → ``"trusted"`` or ``"external"``, for :meth:`register` (a
+      map read from TOML has them; one built in code may leave them out and register its
+      principals itself).
     """
 
     user: str = "user"
@@ -70,6 +98,44 @@ class TrustMap(Record):
     system: str | None = None
     tools: Mapping[str, str | ToolTrust] = field(default_factory=dict)
     default_tool: str = "web"
+    classes: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_toml(cls, text_or_path: str | os.PathLike[str]) -> TrustMap:
+        """Reads a trust map from TOML text, or from a file when given a path (an
+        ``os.PathLike``, or a one-line string naming a file). The format is in
+        ``docs/python.md`` ("Trust map files"); anything else in it is an
+        :class:`~memlineage.InputError` naming the key (or, for a syntax error, the line and
+        column)."""
+        from ._trust_toml import parse_trust_toml
+
+        return parse_trust_toml(text_or_path)
+
+    def register(self, memory: Memory) -> list[str]:
+        """Registers every principal of :attr:`classes` that ``memory`` does not know, with
+        its class, and returns their names. A principal the store already has with another
+        class is a :class:`~memlineage.RefusedError` (a store never changes a principal's
+        class), as is a principal the map uses but does not classify and the store lacks."""
+        known = {p.name: p for p in memory.principals.list()}
+        added: list[str] = []
+        for name in sorted(self.principals() | set(self.classes)):
+            want = self.classes.get(name)
+            p = known.get(name)
+            if p is None:
+                if want is None:
+                    raise RefusedError(
+                        f"principal `{name}` is not registered and the trust map gives no class "
+                        f'for it: add `{name} = "trusted"` (or "external") to its '
+                        "[principals] table"
+                    )
+                memory.principals.add(name, want)
+                added.append(name)
+            elif want is not None and p.cls.value != want:
+                raise RefusedError(
+                    f"principal `{name}` is registered as {p.cls.value}, but the trust map says "
+                    f"{want}: a principal's class never changes; use another name"
+                )
+        return added
 
     def tool(self, name: str) -> ToolTrust:
         """The trust of tool ``name``."""
