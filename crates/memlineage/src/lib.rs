@@ -18,7 +18,7 @@ pub mod memory;
 pub use clock::{Clock, StepClock, SystemClock};
 pub use keyring::Keyring;
 pub use memory::{
-    AuditReport, Direction, EntryView, GateOutcome, GateRequest, Memory, Settings, WriteRequest,
-    Written,
+    AuditReport, Direction, EntryView, GateOutcome, GateRequest, Memory, Settings, UnrecordedGate,
+    WriteRequest, Written,
 };
 pub use store::{SqliteStore, Store};

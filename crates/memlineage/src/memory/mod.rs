@@ -20,7 +20,7 @@ mod verified_note;
 mod write;
 
 pub use audit::{AuditProblem, AuditReport};
-pub use gate::{GateOutcome, GateRequest};
+pub use gate::{GateOutcome, GateRequest, UnrecordedGate};
 pub use lineage::Direction;
 pub use read::{EntryView, InclusionProof};
 pub use retrieve::{Dropped, Retrieval};
