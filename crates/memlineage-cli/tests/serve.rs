@@ -17,16 +17,19 @@ use std::time::{Duration, Instant};
 struct Serving {
     child: Child,
     base: String,
+    /// The service's stderr (its log), in a file: a pipe nobody reads would fill and block it.
+    log: std::path::PathBuf,
 }
 
 fn serve(s: &Store, extra: &[&str]) -> Serving {
     let mut args = vec!["--json", "serve", "--listen", "127.0.0.1:0"];
     args.extend_from_slice(extra);
+    let log = s.dir.path().join(format!("serve-{}.log", extra.len()));
     let mut child = s
         .cmd(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -37,6 +40,7 @@ fn serve(s: &Store, extra: &[&str]) -> Serving {
     Serving {
         child,
         base: format!("http://{}", v["listening"].as_str().unwrap()),
+        log,
     }
 }
 
@@ -63,24 +67,43 @@ fn post(http: &ureq::Agent, url: &str, token: &str, body: Value) -> Result<(u16,
         .send_json(body)
         .map_err(|e| e.to_string())?;
     let status = r.status().as_u16();
-    let v = r.body_mut().read_json::<Value>().map_err(|e| e.to_string())?;
+    let v = r
+        .body_mut()
+        .read_json::<Value>()
+        .map_err(|e| e.to_string())?;
     Ok((status, v))
 }
 
 #[test]
 fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
     let s = Store::init();
-    let t = s.json(&["token", "create", "--principal", "agent", "--scope", "acme", "--note", "test"]);
+    let t = s.json(&[
+        "token",
+        "create",
+        "--principal",
+        "agent",
+        "--scope",
+        "acme",
+        "--note",
+        "test",
+    ]);
     let token = t["token"].as_str().unwrap().to_string();
     assert_eq!(t["scopes"], json!(["acme"]));
     // The operator role is for trusted principals only.
-    let r = s.run(&["token", "create", "--principal", "web", "--operator"]).code(1);
+    let r = s
+        .run(&["token", "create", "--principal", "web", "--operator"])
+        .code(1);
     assert!(r.stderr.contains("external"), "{}", r.stderr);
     s.run(&["token", "create", "--principal", "nobody"]).code(1);
-    s.run(&["token", "create", "--principal", "agent", "--scope", "../x"]).code(2);
+    s.run(&["token", "create", "--principal", "agent", "--scope", "../x"])
+        .code(2);
     let list = s.json(&["token", "list"]);
     assert_eq!(list["tokens"].as_array().unwrap().len(), 1);
-    assert!(!std::fs::read_to_string(s.dir.path().join("tokens.json")).unwrap().contains(&token));
+    assert!(
+        !std::fs::read_to_string(s.dir.path().join("tokens.json"))
+            .unwrap()
+            .contains(&token)
+    );
 
     let mut srv = serve(&s, &[]);
     let http = agent();
@@ -88,7 +111,13 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
     let (st, v) = post(&http, &url, &token, json!({"content": "hello"})).unwrap();
     assert_eq!(st, 201, "{v}");
     assert_eq!(v["label"], "TRUSTED");
-    let (st, v) = post(&http, &url, &token, json!({"content": "x", "scope": "default"})).unwrap();
+    let (st, v) = post(
+        &http,
+        &url,
+        &token,
+        json!({"content": "x", "scope": "default"}),
+    )
+    .unwrap();
     assert_eq!((st, v["error"]["kind"].as_str()), (403, Some("forbidden")));
 
     // A flood of writes from 8 clients; SIGTERM in the middle.
@@ -101,10 +130,17 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
                     let mut ids = Vec::new();
                     let started = Instant::now();
                     for i in 0.. {
-                        if stop.load(Ordering::SeqCst) || started.elapsed() > Duration::from_secs(20) {
+                        if stop.load(Ordering::SeqCst)
+                            || started.elapsed() > Duration::from_secs(20)
+                        {
                             break;
                         }
-                        match post(http, url, token, json!({"content": format!("worker {w} entry {i}")})) {
+                        match post(
+                            http,
+                            url,
+                            token,
+                            json!({"content": format!("worker {w} entry {i}")}),
+                        ) {
                             Ok((201, v)) => ids.push(v["id"].as_str().unwrap().to_string()),
                             // Refused or cut off by the shutdown: not acknowledged.
                             Ok(_) | Err(_) => break,
@@ -119,16 +155,28 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
         let status = srv.child.wait().unwrap();
         stop.store(true, Ordering::SeqCst);
         assert!(status.success(), "serve exited with {status}");
-        workers.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        workers
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
-    assert!(acknowledged.len() > 20, "only {} writes before the signal", acknowledged.len());
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(srv.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(
+        acknowledged.len() > 20,
+        "only {} writes before the signal",
+        acknowledged.len()
+    );
+    let stderr = std::fs::read_to_string(&srv.log).unwrap();
     // JSON log lines, one per request, and the shutdown message.
-    let line = stderr.lines().find(|l| l.contains("\"route\":\"/v1/entries\"")).unwrap();
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("\"route\":\"/v1/entries\""))
+        .unwrap();
     let log: Value = serde_json::from_str(line).unwrap();
     assert_eq!(log["status"], "201");
-    assert!(stderr.contains("every acknowledged write is durable"), "{stderr}");
+    assert!(
+        stderr.contains("every acknowledged write is durable"),
+        "{stderr}"
+    );
 
     // Every acknowledged write is in the store, and the store verifies.
     let size = s.size();
@@ -140,7 +188,10 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
         .map(|e| e["id"].as_str().unwrap())
         .collect();
     for id in &acknowledged {
-        assert!(ids.contains(id.as_str()), "acknowledged entry {id} is missing");
+        assert!(
+            ids.contains(id.as_str()),
+            "acknowledged entry {id} is missing"
+        );
     }
     let (code, report) = s.verify();
     assert_eq!(code, 0, "{report}");
@@ -148,8 +199,18 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
     // A revoked token is refused by the next service.
     s.run(&["token", "revoke", t["id"].as_str().unwrap()]).ok();
     let mut srv = serve(&s, &["--text-logs"]);
-    let (st, v) = post(&agent(), &format!("{}/v1/entries", srv.base), &token, json!({"content": "x"})).unwrap();
-    assert_eq!((st, v["error"]["kind"].as_str()), (401, Some("unauthorized")), "{v}");
+    let (st, v) = post(
+        &agent(),
+        &format!("{}/v1/entries", srv.base),
+        &token,
+        json!({"content": "x"}),
+    )
+    .unwrap();
+    assert_eq!(
+        (st, v["error"]["kind"].as_str()),
+        (401, Some("unauthorized")),
+        "{v}"
+    );
     sigterm(&srv.child);
     assert!(srv.child.wait().unwrap().success());
 }
@@ -163,6 +224,8 @@ fn serve_prints_the_openapi_document_and_refuses_a_missing_store() {
     let empty = Store::empty();
     let r = empty.run(&["serve", "--listen", "127.0.0.1:0"]).code(1);
     assert!(r.stderr.contains("memlineage init"), "{}", r.stderr);
-    let r = s.run(&["serve", "--listen", "127.0.0.1:0", "--policy", "nofile"]).code(2);
+    let r = s
+        .run(&["serve", "--listen", "127.0.0.1:0", "--policy", "nofile"])
+        .code(2);
     assert!(r.stderr.contains("NAME=FILE"), "{}", r.stderr);
 }

@@ -173,7 +173,11 @@ fn content(i: u64) -> String {
 
 /// The call of gate request `i`: the trusted payee (allow) or the attacker's (deny), in turn.
 fn call(i: u64) -> serde_json::Value {
-    let recipient = if i % 2 == 0 { TRUSTED_IBAN } else { ATTACKER_IBAN };
+    let recipient = if i.is_multiple_of(2) {
+        TRUSTED_IBAN
+    } else {
+        ATTACKER_IBAN
+    };
     serde_json::json!({"name": "send_money", "arguments": {"recipient": recipient, "amount": 1100.00}})
 }
 
@@ -234,29 +238,35 @@ pub fn in_process(p: &Prepared, seconds: f64, threads: usize) -> Result<Vec<Serv
             p.context.clone(),
         );
         let scope = scope.clone();
-        handles.push(std::thread::spawn(move || -> Result<(u64, Vec<u64>), String> {
-            let mem = open_handle(&db, keys.as_ref()).map_err(err)?;
-            let (mut done, mut lat, mut i) = (0u64, Vec::new(), t as u64);
-            while started.elapsed() < budget {
-                let t0 = Instant::now();
-                let mut records = Vec::with_capacity(256);
-                for _ in 0..256 {
-                    let tool = ToolCall::from_json_value(call(i)).map_err(err)?;
-                    let mut req = GateRequest::new(tool, context.clone(), "agent");
-                    req.scope = scope.clone();
-                    records.push(mem.gate_unrecorded(&policy, &req).map_err(err)?.record);
-                    i += threads as u64;
+        handles.push(std::thread::spawn(
+            move || -> Result<(u64, Vec<u64>), String> {
+                let mem = open_handle(&db, keys.as_ref()).map_err(err)?;
+                let (mut done, mut lat, mut i) = (0u64, Vec::new(), t as u64);
+                while started.elapsed() < budget {
+                    let t0 = Instant::now();
+                    let mut records = Vec::with_capacity(256);
+                    for _ in 0..256 {
+                        let tool = ToolCall::from_json_value(call(i)).map_err(err)?;
+                        let mut req = GateRequest::new(tool, context.clone(), "agent");
+                        req.scope = scope.clone();
+                        let record = mem.gate_unrecorded(&policy, &req).map_err(err)?.record;
+                        // As the service does: each decision's record names its request.
+                        records.push(record.with_meta("request", &i.to_string()));
+                        i += threads as u64;
+                    }
+                    mem.write_batch(records).map_err(err)?;
+                    lat.push(t0.elapsed().as_nanos() as u64);
+                    done += 256;
                 }
-                mem.write_batch(records).map_err(err)?;
-                lat.push(t0.elapsed().as_nanos() as u64);
-                done += 256;
-            }
-            Ok((done, lat))
-        }));
+                Ok((done, lat))
+            },
+        ));
     }
     let (mut done, mut lat) = (0u64, Vec::new());
     for h in handles {
-        let (d, l) = h.join().map_err(|_| "a gate thread panicked".to_string())??;
+        let (d, l) = h
+            .join()
+            .map_err(|_| "a gate thread panicked".to_string())??;
         done += d;
         lat.extend(l);
     }
@@ -319,8 +329,18 @@ pub async fn over_http(
     })
     .await?;
     Ok(vec![
-        http_row("service_write", &write, connections, "POST /v1/entries, one ~180-byte entry per request"),
-        http_row("service_gate", &gate, connections, "POST /v1/gate, send_money with 2 context entries (half allowed, half denied), each decision's record durable before the answer"),
+        http_row(
+            "service_write",
+            &write,
+            connections,
+            "POST /v1/entries, one ~180-byte entry per request",
+        ),
+        http_row(
+            "service_gate",
+            &gate,
+            connections,
+            "POST /v1/gate, send_money with 2 context entries (half allowed, half denied), each decision's record durable before the answer",
+        ),
     ])
 }
 

@@ -102,7 +102,13 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.status.as_u16(), self.kind, self.message)
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.kind,
+            self.message
+        )
     }
 }
 
@@ -156,7 +162,11 @@ mod tests {
         let cases = [
             (memlineage::Error::NotFound(id), 404, "not_found"),
             (memlineage::Error::UnknownParent(id), 422, "unknown_parent"),
-            (memlineage::Error::Invalid("x".into()), 400, "invalid_request"),
+            (
+                memlineage::Error::Invalid("x".into()),
+                400,
+                "invalid_request",
+            ),
             (memlineage::Error::NoKey("a".into()), 403, "refused"),
             (memlineage::Error::Integrity("x".into()), 500, "integrity"),
             (memlineage::Error::Store("x".into()), 500, "store"),

@@ -30,7 +30,9 @@ fn json_rejection(e: JsonRejection) -> ApiError {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
             status,
             "payload_too_large",
-            format!("the request body is larger than this service accepts ({text}); nothing was written"),
+            format!(
+                "the request body is larger than this service accepts ({text}); nothing was written"
+            ),
         ),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
             status,

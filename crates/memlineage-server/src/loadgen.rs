@@ -74,7 +74,9 @@ pub async fn run(load: Load) -> Result<LoadReport, String> {
     let mut tasks = Vec::with_capacity(load.connections);
     for _ in 0..load.connections {
         let (load, next) = (Arc::clone(&load), Arc::clone(&next));
-        tasks.push(tokio::spawn(async move { connection(&load, &next, deadline).await }));
+        tasks.push(tokio::spawn(async move {
+            connection(&load, &next, deadline).await
+        }));
     }
     let mut latencies: Vec<u64> = Vec::new();
     let (mut ok, mut failed, mut first_failure) = (0u64, 0u64, None);
@@ -137,8 +139,7 @@ async fn connection(load: &Load, next: &AtomicU64, deadline: Instant) -> ConnRes
     };
     let _ = stream.set_nodelay(true);
     let (mut sender, conn) =
-        match hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream)).await
-        {
+        match hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream)).await {
             Ok(x) => x,
             Err(e) => {
                 fail(&mut out, format!("handshake: {e}"));
@@ -184,7 +185,10 @@ async fn connection(load: &Load, next: &AtomicU64, deadline: Instant) -> ConnRes
                 &mut out,
                 format!(
                     "status {status}: {}",
-                    String::from_utf8_lossy(&body).chars().take(300).collect::<String>()
+                    String::from_utf8_lossy(&body)
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
                 ),
             ),
             Err(e) => {

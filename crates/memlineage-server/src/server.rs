@@ -108,7 +108,10 @@ pub async fn run(
     served.map_err(|e| format!("the server failed: {e}"))
 }
 
-fn tune(builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>, header_timeout: std::time::Duration) {
+fn tune(
+    builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    header_timeout: std::time::Duration,
+) {
     builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())

@@ -17,7 +17,7 @@ use memlineage::{Memory, SqliteStore, WriteRequest, Written};
 use memlineage_core::label::TrustClass;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The memory handle type the service holds.
@@ -74,6 +74,9 @@ pub struct Inner {
     classes: Mutex<HashMap<String, TrustClass>>,
     /// False once shutdown began.
     ready: AtomicBool,
+    /// This process's random tag and its request counter ([`AppState::next_request_tag`]).
+    boot: String,
+    requests: AtomicU64,
 }
 
 impl std::ops::Deref for AppState {
@@ -90,9 +93,9 @@ impl AppState {
         keys: Arc<dyn KeyStore>,
     ) -> Result<(AppState, std::thread::JoinHandle<()>), String> {
         let open = || {
-            open_handle(&config.store, keys.as_ref()).map(Arc::new).map_err(|e| {
-                format!("cannot open the store at {}: {e}", config.store.display())
-            })
+            open_handle(&config.store, keys.as_ref())
+                .map(Arc::new)
+                .map_err(|e| format!("cannot open the store at {}: {e}", config.store.display()))
         };
         let writer = open()?;
         let n = match config.readers {
@@ -117,6 +120,12 @@ impl AppState {
             policies,
             classes: Mutex::new(HashMap::new()),
             ready: AtomicBool::new(true),
+            boot: {
+                let mut b = [0u8; 8];
+                rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut b);
+                hex::encode(b)
+            },
+            requests: AtomicU64::new(0),
         }));
         Ok((state, thread))
     }
@@ -185,6 +194,13 @@ impl AppState {
             m.insert(name.to_string(), class);
         }
         Ok(class)
+    }
+
+    /// A tag unique to one request of this service (a random per-process prefix and a
+    /// counter), signed into records that would otherwise repeat.
+    pub fn next_request_tag(&self) -> String {
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n}", self.boot)
     }
 
     /// Whether the service takes new requests.

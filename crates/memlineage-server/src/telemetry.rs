@@ -31,10 +31,7 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
     PROMETHEUS
         .get_or_init(|| {
             let builder = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Suffix("_seconds".into()),
-                    &LATENCY_BUCKETS,
-                )
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &LATENCY_BUCKETS)
                 .and_then(|b| {
                     b.set_buckets_for_metric(
                         Matcher::Full("memlineage_commit_group_entries".into()),

@@ -179,7 +179,10 @@ impl TokenFileAt {
         if file.version != FORMAT_VERSION {
             return Err(TokenError::Malformed {
                 path: self.path.display().to_string(),
-                problem: format!("version {} (this build reads {FORMAT_VERSION})", file.version),
+                problem: format!(
+                    "version {} (this build reads {FORMAT_VERSION})",
+                    file.version
+                ),
             });
         }
         for r in &file.tokens {
@@ -359,12 +362,20 @@ mod tests {
     fn forged_tokens_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let file = TokenFileAt::new(dir.path().join(TOKENS_FILE));
-        let t = file.create("agent", &[scope("default")], true, "", 1).unwrap();
+        let t = file
+            .create("agent", &[scope("default")], true, "", 1)
+            .unwrap();
         let records = file.load().unwrap();
         // Same id, another secret.
         let forged = format!("mlt_{}_{}", t.record.id, "A".repeat(43));
         assert!(check(&records, &forged).is_err());
-        for bad in ["", "mlt_", "Bearer x", "mlt_zz_x", &t.token[..t.token.len() - 1]] {
+        for bad in [
+            "",
+            "mlt_",
+            "Bearer x",
+            "mlt_zz_x",
+            &t.token[..t.token.len() - 1],
+        ] {
             assert!(check(&records, bad).is_err(), "{bad}");
         }
         assert!(file.create("agent", &[], false, "", 1).is_err());

@@ -12,14 +12,34 @@ fn the_document_is_openapi_3_1_and_lists_every_route() {
     let s = TestServer::start();
     let (st, doc) = s.call("GET", "/openapi.json", None, None);
     assert_eq!(st, 200);
-    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
     let paths = doc["paths"].as_object().unwrap();
     for p in [
-        "/healthz", "/readyz", "/v1/whoami", "/v1/principals", "/v1/principals/{name}/rotate",
-        "/v1/principals/{name}/revoke", "/v1/entries", "/v1/entries/batch", "/v1/entries/{id}",
-        "/v1/entries/{id}/proof", "/v1/entries/{id}/lineage", "/v1/entries/{id}/forget",
-        "/v1/log", "/v1/consistency", "/v1/checkpoint", "/v1/distrust", "/v1/search",
-        "/v1/recall", "/v1/gate", "/v1/verify", "/v1/verify/{job}",
+        "/healthz",
+        "/readyz",
+        "/v1/whoami",
+        "/v1/principals",
+        "/v1/principals/{name}/rotate",
+        "/v1/principals/{name}/revoke",
+        "/v1/entries",
+        "/v1/entries/batch",
+        "/v1/entries/{id}",
+        "/v1/entries/{id}/proof",
+        "/v1/entries/{id}/lineage",
+        "/v1/entries/{id}/forget",
+        "/v1/log",
+        "/v1/consistency",
+        "/v1/checkpoint",
+        "/v1/distrust",
+        "/v1/search",
+        "/v1/recall",
+        "/v1/gate",
+        "/v1/verify",
+        "/v1/verify/{job}",
     ] {
         assert!(paths.contains_key(p), "{p} is missing from the document");
     }
@@ -49,7 +69,10 @@ fn openapi_spec_validator_accepts_the_document() {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            assert!(out.status.success(), "openapi-spec-validator rejects the document:\n{text}");
+            assert!(
+                out.status.success(),
+                "openapi-spec-validator rejects the document:\n{text}"
+            );
             assert!(text.contains("OK"), "{text}");
         }
         Err(e) => {
@@ -57,7 +80,9 @@ fn openapi_spec_validator_accepts_the_document() {
                 std::env::var("CI").is_err(),
                 "openapi-spec-validator is not installed ({e}); CI installs it (pip install openapi-spec-validator)"
             );
-            eprintln!("skipped: openapi-spec-validator is not installed ({e}): pip install openapi-spec-validator");
+            eprintln!(
+                "skipped: openapi-spec-validator is not installed ({e}): pip install openapi-spec-validator"
+            );
         }
     }
 }

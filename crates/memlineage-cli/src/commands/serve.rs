@@ -87,7 +87,9 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     }
     let mut config = Config::new(ctx.paths.db.clone(), a.listen);
     config.keys_dir = ctx.paths.keys.clone();
-    config.tokens_file = a.tokens.unwrap_or_else(|| ctx.paths.dir().join(TOKENS_FILE));
+    config.tokens_file = a
+        .tokens
+        .unwrap_or_else(|| ctx.paths.dir().join(TOKENS_FILE));
     config.tls = match (a.tls_cert, a.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
         _ => None,

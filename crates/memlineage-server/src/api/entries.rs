@@ -303,8 +303,9 @@ async fn request(
 fn check_algorithm(a: &str, field: &str) -> ApiResult<String> {
     let ok = !a.is_empty()
         && a.len() <= 64
-        && a.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
+        && a.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
+        });
     if ok {
         Ok(a.to_string())
     } else {

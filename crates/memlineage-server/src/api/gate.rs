@@ -86,10 +86,7 @@ pub async fn gate(
     ApiJson(body): ApiJson<GateBody>,
 ) -> ApiResult<axum::Json<GateOut>> {
     let policy = match (&body.policy, &body.policy_name) {
-        (Some(text), None) => state
-            .policies
-            .inline(text)
-            .map_err(|e| ApiError::invalid(e))?,
+        (Some(text), None) => state.policies.inline(text).map_err(ApiError::invalid)?,
         (None, Some(name)) => state.policies.named(name).ok_or_else(|| {
             ApiError::invalid(format!(
                 "no policy named `{}` (this service has: {})",
@@ -134,7 +131,10 @@ pub async fn gate(
     for (param, items) in &body.attribution {
         let mut v = Vec::with_capacity(items.len());
         for a in items {
-            v.push((parse_id(&a.id, "attribution")?, a.weight.parse("attribution")?));
+            v.push((
+                parse_id(&a.id, "attribution")?,
+                a.weight.parse("attribution")?,
+            ));
         }
         attribution.insert(param.clone(), v);
     }
@@ -175,7 +175,13 @@ pub async fn gate(
     let decision_json = serde_json::to_value(&decided.decision)
         .map_err(|e| ApiError::internal(format!("encoding the decision: {e}")))?;
     let kind = decided.decision.decision.as_str();
-    let written = state.write(vec![decided.record]).await?;
+    // Two decisions on the same call and context by the same principal in the same
+    // millisecond would be the same signed entry (the same id): each decision is an event of
+    // its own, so its record names the service request that made it.
+    let record = decided
+        .record
+        .with_meta("request", &state.next_request_tag());
+    let written = state.write(vec![record]).await?;
     let w = written
         .first()
         .ok_or_else(|| ApiError::internal("the decision record was not written"))?;

@@ -34,7 +34,10 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Json<Healt
         return Err(ApiError::unavailable("the service is shutting down"));
     }
     let size = state
-        .read(|mem| mem.size().map_err(|e| ApiError::unavailable(format!("the store does not answer: {e}"))))
+        .read(|mem| {
+            mem.size()
+                .map_err(|e| ApiError::unavailable(format!("the store does not answer: {e}")))
+        })
         .await?;
     Ok(axum::Json(HealthOut {
         status: "ready".into(),

@@ -72,9 +72,7 @@ pub async fn lineage(
     };
     let depth = q.depth.unwrap_or(16);
     if depth > MAX_DEPTH {
-        return Err(ApiError::invalid(format!(
-            "`depth` is at most {MAX_DEPTH}"
-        )));
+        return Err(ApiError::invalid(format!("`depth` is at most {MAX_DEPTH}")));
     }
     let graph = state
         .read(move |mem| {
@@ -101,9 +99,16 @@ pub async fn lineage(
     let resp = match format.as_str() {
         "json" => axum::Json(fmt::to_json(&graph)).into_response(),
         "dot" => ([(CONTENT_TYPE, "text/vnd.graphviz")], fmt::to_dot(&graph)).into_response(),
-        "mermaid" => ([(CONTENT_TYPE, "text/plain; charset=utf-8")], fmt::to_mermaid(&graph))
+        "mermaid" => (
+            [(CONTENT_TYPE, "text/plain; charset=utf-8")],
+            fmt::to_mermaid(&graph),
+        )
             .into_response(),
-        _ => ([(CONTENT_TYPE, "text/plain; charset=utf-8")], fmt::to_text(&graph)).into_response(),
+        _ => (
+            [(CONTENT_TYPE, "text/plain; charset=utf-8")],
+            fmt::to_text(&graph),
+        )
+            .into_response(),
     };
     Ok(resp)
 }

@@ -34,7 +34,10 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(telemetry::metrics_text))
         .route("/openapi.json", get(crate::openapi::serve))
         .route("/v1/whoami", get(health::whoami))
-        .route("/v1/principals", get(principals::list).post(principals::add))
+        .route(
+            "/v1/principals",
+            get(principals::list).post(principals::add),
+        )
         .route("/v1/principals/{name}/rotate", post(principals::rotate))
         .route("/v1/principals/{name}/revoke", post(principals::revoke))
         .route("/v1/entries", post(entries::write))
@@ -62,7 +65,9 @@ pub fn router(state: AppState) -> Router {
         .layer(from_fn(telemetry::observe))
         .layer(CatchPanicLayer::custom(telemetry::panic_response))
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(telemetry::Counter::default()))
+        .layer(SetRequestIdLayer::x_request_id(
+            telemetry::Counter::default(),
+        ))
         .with_state(state)
 }
 

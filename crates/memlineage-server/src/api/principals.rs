@@ -197,9 +197,9 @@ pub async fn add(
 
 fn live(mem: &crate::state::Mem, name: &str) -> ApiResult<()> {
     let registry = mem.registry()?;
-    let p = registry.get(name).ok_or_else(|| {
-        ApiError::not_found(format!("principal `{name}` is not registered"))
-    })?;
+    let p = registry
+        .get(name)
+        .ok_or_else(|| ApiError::not_found(format!("principal `{name}` is not registered")))?;
     if let Some(at) = p.revoked_at {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

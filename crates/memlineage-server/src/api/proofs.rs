@@ -166,6 +166,8 @@ pub async fn sign_checkpoint(
     caller: Caller,
 ) -> ApiResult<axum::Json<CheckpointOut>> {
     caller.require_operator("signing a checkpoint")?;
-    let out = state.on_writer(|mem| checkpoint_out(mem.checkpoint()?)).await?;
+    let out = state
+        .on_writer(|mem| checkpoint_out(mem.checkpoint()?))
+        .await?;
     Ok(axum::Json(out))
 }

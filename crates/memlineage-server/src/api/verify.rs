@@ -43,9 +43,8 @@ pub async fn start(
     std::thread::Builder::new()
         .name(format!("memlineage-verify-{id}"))
         .spawn(move || {
-            let result = open_audit_handle(&store).and_then(|mem| {
-                mem.verify(&mut |done, total| job.progress(done, total))
-            });
+            let result = open_audit_handle(&store)
+                .and_then(|mem| mem.verify(&mut |done, total| job.progress(done, total)));
             job.finish(result.map_err(|e| e.to_string()));
         })
         .map_err(|e| ApiError::internal(format!("cannot start the verify job: {e}")))?;
@@ -69,9 +68,9 @@ pub async fn status(
     ApiPath(job): ApiPath<u64>,
 ) -> ApiResult<axum::Json<JobView>> {
     caller.require_operator("verify")?;
-    state
-        .jobs
-        .view(job)
-        .map(axum::Json)
-        .ok_or_else(|| ApiError::not_found(format!("no verify job {job} (jobs are kept until 16 newer ones ran, and not across restarts)")))
+    state.jobs.view(job).map(axum::Json).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "no verify job {job} (jobs are kept until 16 newer ones ran, and not across restarts)"
+        ))
+    })
 }

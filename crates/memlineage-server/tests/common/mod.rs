@@ -108,7 +108,13 @@ impl TestServer {
     }
 
     /// A JSON request; the status and the JSON answer (`Value::Null` when not JSON).
-    pub fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let bytes = body.map(|b| serde_json::to_vec(&b).unwrap());
         self.raw(method, path, token, Some("application/json"), bytes)
     }
@@ -179,7 +185,9 @@ impl TestServer {
             let _ = s.send(());
         }
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| "the service thread panicked".to_string())?,
+            Some(t) => t
+                .join()
+                .map_err(|_| "the service thread panicked".to_string())?,
             None => Ok(()),
         }
     }
@@ -195,7 +203,9 @@ impl Drop for TestServer {
 pub fn client(root_pem: Option<&str>) -> ureq::Agent {
     let mut config = ureq::Agent::config_builder().http_status_as_error(false);
     if let Some(pem) = root_pem {
-        let cert = ureq::tls::Certificate::from_pem(pem.as_bytes()).unwrap().to_owned();
+        let cert = ureq::tls::Certificate::from_pem(pem.as_bytes())
+            .unwrap()
+            .to_owned();
         config = config.tls_config(
             ureq::tls::TlsConfig::builder()
                 .root_certs(ureq::tls::RootCerts::new_with_certs(&[cert]))
