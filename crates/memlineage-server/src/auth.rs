@@ -17,6 +17,7 @@ use crate::tokens::Grant;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use memlineage::PrincipalName;
 use memlineage_core::EntryId;
 use memlineage_core::entry::Scope;
 
@@ -56,7 +57,7 @@ pub fn bearer(parts: &Parts) -> ApiResult<&str> {
 
 impl Caller {
     /// The principal.
-    pub fn principal(&self) -> &str {
+    pub fn principal(&self) -> &PrincipalName {
         &self.0.principal
     }
 

@@ -13,7 +13,9 @@ use crate::keys::{FileKeys, KeyStore};
 use crate::loadgen::{self, Load, LoadReport};
 use crate::state::open_handle;
 use crate::tokens::{TOKENS_FILE, TokenFileAt};
-use memlineage::{GateRequest, Memory, Settings, SqliteStore, WriteRequest};
+use memlineage::{
+    AttributionName, GateRequest, Memory, PrincipalName, Settings, StoreLocation, WriteRequest,
+};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent, Scope};
 use memlineage_core::gate::{Policy, ToolCall};
@@ -89,29 +91,32 @@ pub fn prepare(dir: &Path) -> Result<Prepared, String> {
     let db = dir.join("store.db");
     let keys_dir = dir.join("keys");
     let keys = FileKeys::new(&keys_dir);
-    let operator = keys.create("operator").map_err(err)?;
-    let mem = Memory::init(
-        SqliteStore::open(&db).map_err(err)?,
+    let name = |s: &str| s.parse::<PrincipalName>().map_err(err);
+    let operator = name("operator")?;
+    let key = keys.create(&operator).map_err(err)?;
+    let mem = Memory::init_at(
+        &StoreLocation::Sqlite(db.clone()),
         Settings::with_origin("memlineage.bench/service"),
-        "operator",
-        operator,
+        &operator,
+        key,
     )
     .map_err(err)?;
-    for (name, class) in [
+    for (principal, class) in [
         ("agent", TrustClass::Trusted),
         ("user", TrustClass::Trusted),
         ("mail", TrustClass::External),
     ] {
-        let key = keys.create(name).map_err(err)?;
-        mem.add_principal(name, class, &key.verifying_key())
+        let principal = name(principal)?;
+        let key = keys.create(&principal).map_err(err)?;
+        mem.add_principal(&principal, class, &key.verifying_key())
             .map_err(err)?;
-        mem.keys().insert(name, key);
+        mem.keys().insert(&principal, key);
     }
     let scope = Scope::new(SCOPE).map_err(err)?;
     let w = |writer: &str, kind: EntryKind, text: &str, parents: Vec<Parent>| {
-        let mut req = WriteRequest::new(writer, kind, text).with_scope(scope.clone());
+        let mut req = WriteRequest::new(&name(writer)?, kind, text).with_scope(scope.clone());
         if !parents.is_empty() {
-            req = req.with_parents(parents, "explicit");
+            req = req.with_parents(parents, AttributionName::EXPLICIT);
         }
         mem.write(req).map(|w| w.id).map_err(err)
     };
@@ -198,14 +203,16 @@ fn per_commit(latencies: &mut [u64]) -> (u64, u64) {
 /// handle, and gate decisions on `threads` handles whose records are committed 256 at a time.
 pub fn in_process(p: &Prepared, seconds: f64, threads: usize) -> Result<Vec<ServiceRow>, String> {
     let keys: Arc<dyn KeyStore> = Arc::new(FileKeys::new(&p.keys_dir));
-    let mem = open_handle(&p.db, keys.as_ref()).map_err(err)?;
+    let location = StoreLocation::Sqlite(p.db.clone());
+    let mem = open_handle(&location, keys.as_ref()).map_err(err)?;
+    let agent: PrincipalName = "agent".parse().map_err(err)?;
     let scope = Scope::new(SCOPE).map_err(err)?;
     let budget = Duration::from_secs_f64(seconds);
     let (mut lat, mut n, started) = (Vec::new(), 0u64, Instant::now());
     while started.elapsed() < budget {
         let reqs: Vec<WriteRequest> = (0..256)
             .map(|j| {
-                WriteRequest::new("agent", EntryKind::Observation, content(n + j))
+                WriteRequest::new(&agent, EntryKind::Observation, content(n + j))
                     .with_scope(scope.clone())
             })
             .collect();
@@ -231,23 +238,24 @@ pub fn in_process(p: &Prepared, seconds: f64, threads: usize) -> Result<Vec<Serv
     let started = Instant::now();
     let mut handles = Vec::new();
     for t in 0..threads.max(1) {
-        let (db, keys, policy, context) = (
-            p.db.clone(),
+        let (location, keys, policy, context, agent) = (
+            location.clone(),
             Arc::clone(&keys),
             Arc::clone(&policy),
             p.context.clone(),
+            agent.clone(),
         );
         let scope = scope.clone();
         handles.push(std::thread::spawn(
             move || -> Result<(u64, Vec<u64>), String> {
-                let mem = open_handle(&db, keys.as_ref()).map_err(err)?;
+                let mem = open_handle(&location, keys.as_ref()).map_err(err)?;
                 let (mut done, mut lat, mut i) = (0u64, Vec::new(), t as u64);
                 while started.elapsed() < budget {
                     let t0 = Instant::now();
                     let mut records = Vec::with_capacity(256);
                     for _ in 0..256 {
                         let tool = ToolCall::from_json_value(call(i)).map_err(err)?;
-                        let mut req = GateRequest::new(tool, context.clone(), "agent");
+                        let mut req = GateRequest::new(tool, context.clone(), &agent);
                         req.scope = scope.clone();
                         let record = mem.gate_unrecorded(&policy, &req).map_err(err)?.record;
                         // As the service does: each decision's record names its request.

@@ -122,7 +122,7 @@ fn commit(mem: &Mem, mut group: Vec<Job>) {
                 let _ = job.reply.send(if complete {
                     Ok(mine)
                 } else {
-                    Err(memlineage::Error::Store(
+                    Err(memlineage::Error::Internal(
                         "the store acknowledged a group commit with the wrong number of entries"
                             .into(),
                     ))

@@ -1,8 +1,9 @@
 //! What `memlineage serve` is told: where the store, keys and tokens are, where to listen,
 //! TLS, and the request limits.
 
+use memlineage::StoreLocation;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Request limits. Every one is checked before anything is written, and answered with a JSON
@@ -48,8 +49,8 @@ pub struct TlsFiles {
 /// How the service runs.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// The store database file.
-    pub store: PathBuf,
+    /// The store (`sqlite:PATH` or a path, `memory:`, `postgres://…`).
+    pub store: StoreLocation,
     /// The directory of the principals' secret key files.
     pub keys_dir: PathBuf,
     /// The token file.
@@ -60,8 +61,6 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// Request limits.
     pub limits: Limits,
-    /// Store handles used for reads (each is one SQLite connection); 0 = one per core.
-    pub readers: usize,
     /// Named gate policies (`--policy NAME=FILE`): name and TOML text.
     pub policies: Vec<(String, String)>,
     /// How long shutdown waits for requests in flight before closing their connections.
@@ -69,23 +68,31 @@ pub struct Config {
 }
 
 impl Config {
-    /// A configuration for the store at `store` (keys and tokens beside it) on `listen`, with
-    /// the default limits and no TLS.
-    pub fn new(store: PathBuf, listen: SocketAddr) -> Config {
-        let dir = match store.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+    /// A configuration for the store at `store` on `listen`, with the default limits and no
+    /// TLS: keys in the store's key directory (`keys/` beside an SQLite file, else
+    /// `.memlineage/keys`), the token file beside the key directory.
+    pub fn new(store: StoreLocation, listen: SocketAddr) -> Config {
+        let keys_dir = store
+            .key_dir()
+            .unwrap_or_else(|| PathBuf::from(".memlineage/keys"));
         Config {
-            keys_dir: dir.join("keys"),
-            tokens_file: dir.join(crate::tokens::TOKENS_FILE),
+            tokens_file: tokens_beside(&keys_dir),
+            keys_dir,
             store,
             listen,
             tls: None,
             limits: Limits::default(),
-            readers: 0,
             policies: Vec::new(),
             shutdown_grace: Duration::from_secs(30),
         }
+    }
+}
+
+/// The token file that goes with a key directory: `tokens.json` in the directory holding it
+/// (beside the store, for an SQLite file).
+pub fn tokens_beside(keys_dir: &Path) -> PathBuf {
+    match keys_dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.join(crate::tokens::TOKENS_FILE),
+        _ => PathBuf::from(crate::tokens::TOKENS_FILE),
     }
 }

@@ -126,23 +126,26 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The classification of library errors (`memlineage::Error`). When the library's errors gain
-/// a stable `kind()`, this match becomes a match on it; nothing else changes.
+/// The classification of library errors (`memlineage::Error::kind()`): the one place that
+/// decides a status for them. Two refinements of `kind()`: a call the gate cannot judge is 422
+/// `cannot_judge` (do not dispatch it), a parent not in the log is 422 `unknown_parent`.
 impl From<memlineage::Error> for ApiError {
     fn from(e: memlineage::Error) -> ApiError {
-        use memlineage::Error as E;
+        use memlineage::ErrorKind as K;
         let message = e.to_string();
-        let (status, kind) = match &e {
-            E::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            E::UnknownParent(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_parent"),
-            E::Invalid(_) | E::Core(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
-            E::Gate(_) => (StatusCode::UNPROCESSABLE_ENTITY, "cannot_judge"),
-            E::Registry(_) | E::NoKey(_) => (StatusCode::FORBIDDEN, "refused"),
-            E::StaleLabel { .. } => (StatusCode::CONFLICT, "conflict"),
-            E::Integrity(_) | E::Entry(_) | E::Merkle(_) | E::Checkpoint(_) => {
-                (StatusCode::INTERNAL_SERVER_ERROR, "integrity")
+        let (status, kind) = match (&e, e.kind()) {
+            (memlineage::Error::Gate(_), _) => (StatusCode::UNPROCESSABLE_ENTITY, "cannot_judge"),
+            (memlineage::Error::UnknownParent(_), _) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "unknown_parent")
             }
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
+            (_, K::InvalidInput) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            (_, K::NotFound) => (StatusCode::NOT_FOUND, "not_found"),
+            (_, K::Refused) => (StatusCode::FORBIDDEN, "refused"),
+            (_, K::Conflict) => (StatusCode::CONFLICT, "conflict"),
+            (_, K::Integrity) => (StatusCode::INTERNAL_SERVER_ERROR, "integrity"),
+            (_, K::Storage | K::Io) => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
+            (_, K::Unavailable) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         ApiError::new(status, kind, message)
     }
@@ -154,7 +157,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memlineage_core::EntryId;
+    use memlineage_core::{EntryId, PrincipalName};
 
     #[test]
     fn library_errors_map_to_statuses() {
@@ -163,13 +166,34 @@ mod tests {
             (memlineage::Error::NotFound(id), 404, "not_found"),
             (memlineage::Error::UnknownParent(id), 422, "unknown_parent"),
             (
-                memlineage::Error::Invalid("x".into()),
+                memlineage::Error::Input(memlineage::error::InputError::EmptyContent),
                 400,
                 "invalid_request",
             ),
-            (memlineage::Error::NoKey("a".into()), 403, "refused"),
-            (memlineage::Error::Integrity("x".into()), 500, "integrity"),
-            (memlineage::Error::Store("x".into()), 500, "store"),
+            (
+                memlineage::Error::NoKey(PrincipalName::new("a").expect("a valid name")),
+                403,
+                "refused",
+            ),
+            (
+                memlineage::Error::integrity(memlineage::error::IntegrityCheck::Content, "x"),
+                500,
+                "integrity",
+            ),
+            (
+                memlineage::Error::Storage(memlineage::error::StorageError::new("sqlite", "x")),
+                500,
+                "store",
+            ),
+            (
+                memlineage::Error::Storage(memlineage::error::StorageError {
+                    retryable: true,
+                    ..memlineage::error::StorageError::new("sqlite", "busy")
+                }),
+                503,
+                "unavailable",
+            ),
+            (memlineage::Error::Internal("x".into()), 500, "internal"),
         ];
         for (e, status, kind) in cases {
             let api = ApiError::from(e);

@@ -9,6 +9,7 @@
 //! see `docs/service.md`, "Keys".
 
 use ed25519_dalek::SigningKey;
+use memlineage::PrincipalName;
 use memlineage::keyring::{Keyring, key_path, replace_key, save_key};
 use memlineage_core::keys;
 use rand_core::OsRng;
@@ -21,17 +22,21 @@ pub trait KeyStore: Send + Sync {
     fn load_into(&self, ring: &Keyring) -> Result<(), memlineage::Error>;
     /// Makes and keeps a new key for a principal about to be registered (refuses to replace
     /// one). Returned so that it can be registered and loaded.
-    fn create(&self, name: &str) -> Result<SigningKey, memlineage::Error>;
+    fn create(&self, name: &PrincipalName) -> Result<SigningKey, memlineage::Error>;
     /// Forgets a key made by [`create`](Self::create) whose registration failed.
-    fn discard(&self, name: &str);
+    fn discard(&self, name: &PrincipalName);
     /// Makes a key to rotate to, kept aside until [`commit_rotation`](Self::commit_rotation).
-    fn prepare_rotation(&self, name: &str) -> Result<SigningKey, memlineage::Error>;
+    fn prepare_rotation(&self, name: &PrincipalName) -> Result<SigningKey, memlineage::Error>;
     /// The rotation is in the log: the prepared key replaces the old one.
-    fn commit_rotation(&self, name: &str, key: &SigningKey) -> Result<(), memlineage::Error>;
+    fn commit_rotation(
+        &self,
+        name: &PrincipalName,
+        key: &SigningKey,
+    ) -> Result<(), memlineage::Error>;
     /// The rotation failed: drop the prepared key.
-    fn abort_rotation(&self, name: &str);
+    fn abort_rotation(&self, name: &PrincipalName);
     /// Where a principal's key lives, for people.
-    fn describe(&self, name: &str) -> String;
+    fn describe(&self, name: &PrincipalName) -> String;
 }
 
 /// Keys in files, one per principal: `DIR/NAME.key` (the CLI's layout).
@@ -55,17 +60,17 @@ impl KeyStore for FileKeys {
         ring.load_dir(&self.dir).map(|_| ())
     }
 
-    fn create(&self, name: &str) -> Result<SigningKey, memlineage::Error> {
+    fn create(&self, name: &PrincipalName) -> Result<SigningKey, memlineage::Error> {
         let key = keys::generate(&mut OsRng);
         save_key(&self.dir, name, &key)?;
         Ok(key)
     }
 
-    fn discard(&self, name: &str) {
+    fn discard(&self, name: &PrincipalName) {
         let _ = fs::remove_file(key_path(&self.dir, name));
     }
 
-    fn prepare_rotation(&self, name: &str) -> Result<SigningKey, memlineage::Error> {
+    fn prepare_rotation(&self, name: &PrincipalName) -> Result<SigningKey, memlineage::Error> {
         let pending = key_path(&self.pending_dir(), name);
         let _ = fs::remove_file(&pending);
         let key = keys::generate(&mut OsRng);
@@ -73,24 +78,28 @@ impl KeyStore for FileKeys {
         Ok(key)
     }
 
-    fn commit_rotation(&self, name: &str, key: &SigningKey) -> Result<(), memlineage::Error> {
-        replace_key(&self.dir, name, key).map_err(|e| {
-            memlineage::Error::Store(format!(
-                "the rotation is in the log, but saving the new key failed: {e}; the new key is in {}: move it to {} by hand",
+    fn commit_rotation(
+        &self,
+        name: &PrincipalName,
+        key: &SigningKey,
+    ) -> Result<(), memlineage::Error> {
+        replace_key(&self.dir, name, key).map_err(|e| memlineage::Error::Io {
+            path: key_path(&self.dir, name).display().to_string(),
+            source: std::io::Error::other(format!(
+                "the rotation is in the log, but saving the new key failed: {e}; the new key is in {}: move it here by hand",
                 key_path(&self.pending_dir(), name).display(),
-                key_path(&self.dir, name).display()
-            ))
+            )),
         })?;
         self.abort_rotation(name);
         Ok(())
     }
 
-    fn abort_rotation(&self, name: &str) {
+    fn abort_rotation(&self, name: &PrincipalName) {
         let _ = fs::remove_file(key_path(&self.pending_dir(), name));
         let _ = fs::remove_dir(self.pending_dir());
     }
 
-    fn describe(&self, name: &str) -> String {
+    fn describe(&self, name: &PrincipalName) -> String {
         key_path(&self.dir, name).display().to_string()
     }
 }

@@ -1,10 +1,10 @@
-//! The service's state, and the only module that opens and holds `Memory` handles.
+//! The service's state, and the only module that opens and holds the `Memory` handle.
 //!
-//! One handle writes (the [`Committer`] thread and the rare registry changes); `readers`
-//! others serve reads, gate decisions and retrievals, each on its own SQLite connection, so
-//! reads go on in WAL snapshots while a group commit fsyncs. All are `Memory` handles on the
-//! same store: nothing reaches the store any other way. Blocking library calls run on tokio's
-//! blocking pool ([`AppState::read`]), never on the request threads.
+//! One handle serves every request: the [`Committer`] thread appends through it, and reads,
+//! gate decisions and retrievals run beside (a file SQLite store reads through a pool of
+//! reader connections while an append commits). Nothing reaches the store any other way.
+//! Blocking library calls run on tokio's blocking pool ([`AppState::read`]), never on the
+//! request threads.
 
 use crate::committer::{Committer, SubmitError};
 use crate::config::{Config, Limits};
@@ -13,39 +13,28 @@ use crate::jobs::Jobs;
 use crate::keys::KeyStore;
 use crate::policies::Policies;
 use crate::token_cache::TokenCache;
-use memlineage::{Memory, SqliteStore, WriteRequest, Written};
+use memlineage::{Memory, PrincipalName, StoreLocation, WriteRequest, Written};
 use memlineage_core::label::TrustClass;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The memory handle type the service holds.
-pub type Mem = Memory<SqliteStore>;
+pub type Mem = Memory;
 
-/// Opens a handle on the store at `db` and loads the keys of `keys`.
-pub fn open_handle(db: &Path, keys: &dyn KeyStore) -> Result<Mem, memlineage::Error> {
-    if !db.is_file() {
-        return Err(memlineage::Error::Store(format!(
-            "no store at {}: run `memlineage init` first, or point --store at an existing store",
-            db.display()
-        )));
-    }
-    let mem = Memory::open(SqliteStore::open(db)?)?;
+/// Opens the handle on the store at `location` and loads the keys of `keys`.
+pub fn open_handle(
+    location: &StoreLocation,
+    keys: &dyn KeyStore,
+) -> Result<Mem, memlineage::Error> {
+    let mem = Memory::open_at(location)?;
     keys.load_into(mem.keys())?;
     Ok(mem)
 }
 
 /// Opens a handle for an audit (it does not trust the registry to open the store).
-pub fn open_audit_handle(db: &Path) -> Result<Mem, memlineage::Error> {
-    Memory::open_for_audit(SqliteStore::open(db)?)
-}
-
-/// The latest stored checkpoint note, as signed (callers verify it first with
-/// `Memory::latest_checkpoint`).
-pub fn latest_checkpoint_note(mem: &Mem) -> Result<Option<String>, memlineage::Error> {
-    use memlineage::store::StoreRead;
-    mem.store().latest_checkpoint()
+pub fn open_audit_handle(location: &StoreLocation) -> Result<Mem, memlineage::Error> {
+    Memory::open_for_audit_at(location)
 }
 
 /// Shared by every request (cheap to clone).
@@ -54,12 +43,10 @@ pub struct AppState(Arc<Inner>);
 
 /// What [`AppState`] holds.
 pub struct Inner {
-    writer: Arc<Mem>,
-    readers: Vec<Arc<Mem>>,
-    next_reader: AtomicUsize,
+    mem: Arc<Mem>,
     committer: Committer,
-    /// The store file (audits open their own handle on it).
-    pub store: PathBuf,
+    /// The store (audits open their own handle on it).
+    pub store: StoreLocation,
     /// Where the principals' keys are kept.
     pub keys: Arc<dyn KeyStore>,
     /// The bearer tokens.
@@ -71,7 +58,7 @@ pub struct Inner {
     /// Named and recently used gate policies.
     pub policies: Policies,
     /// Principals' trust classes (fixed at registration), looked up once.
-    classes: Mutex<HashMap<String, TrustClass>>,
+    classes: Mutex<HashMap<PrincipalName, TrustClass>>,
     /// False once shutdown began.
     ready: AtomicBool,
     /// This process's random tag and its request counter ([`AppState::next_request_tag`]).
@@ -87,30 +74,20 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Opens the handles, starts the committer, loads the tokens and policies.
+    /// Opens the handle, starts the committer, loads the tokens and policies.
     pub fn open(
         config: &Config,
         keys: Arc<dyn KeyStore>,
     ) -> Result<(AppState, std::thread::JoinHandle<()>), String> {
-        let open = || {
-            open_handle(&config.store, keys.as_ref())
-                .map(Arc::new)
-                .map_err(|e| format!("cannot open the store at {}: {e}", config.store.display()))
-        };
-        let writer = open()?;
-        let n = match config.readers {
-            0 => std::thread::available_parallelism().map_or(2, usize::from),
-            n => n,
-        };
-        let readers = (0..n).map(|_| open()).collect::<Result<Vec<_>, _>>()?;
-        let (committer, thread) = Committer::start(Arc::clone(&writer))
+        let mem = open_handle(&config.store, keys.as_ref())
+            .map(Arc::new)
+            .map_err(|e| format!("cannot open the store at {}: {e}", config.store))?;
+        let (committer, thread) = Committer::start(Arc::clone(&mem))
             .map_err(|e| format!("cannot start the committer thread: {e}"))?;
         let tokens = TokenCache::open(&config.tokens_file)?;
         let policies = Policies::new(&config.policies)?;
         let state = AppState(Arc::new(Inner {
-            writer,
-            readers,
-            next_reader: AtomicUsize::new(0),
+            mem,
             committer,
             store: config.store.clone(),
             keys,
@@ -130,34 +107,14 @@ impl AppState {
         Ok((state, thread))
     }
 
-    /// Runs a blocking library call on a reader handle (round robin).
+    /// Runs a blocking library call on the handle.
     pub async fn read<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Mem) -> ApiResult<T> + Send + 'static,
     {
-        let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len().max(1);
-        let mem = match self.readers.get(i) {
-            Some(m) => Arc::clone(m),
-            None => Arc::clone(&self.writer),
-        };
+        let mem = Arc::clone(&self.mem);
         blocking(move || f(&mem)).await
-    }
-
-    /// Runs a blocking call on the writing handle (registry changes: they are rare, and keys
-    /// are loaded into every handle afterwards).
-    pub async fn on_writer<T, F>(&self, f: F) -> ApiResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Mem) -> ApiResult<T> + Send + 'static,
-    {
-        let mem = Arc::clone(&self.writer);
-        blocking(move || f(&mem)).await
-    }
-
-    /// Every handle (to load a new key into all of them).
-    pub fn handles(&self) -> impl Iterator<Item = &Arc<Mem>> {
-        std::iter::once(&self.writer).chain(self.readers.iter())
     }
 
     /// Appends `reqs` in the next group commit; answers once they are durable.
@@ -173,25 +130,28 @@ impl AppState {
     }
 
     /// The trust class of a registered principal.
-    pub async fn class_of(&self, name: &str) -> ApiResult<TrustClass> {
+    pub async fn class_of(&self, name: &PrincipalName) -> ApiResult<TrustClass> {
         if let Some(c) = self.classes.lock().ok().and_then(|m| m.get(name).copied()) {
             return Ok(c);
         }
-        let owned = name.to_string();
+        let owned = name.clone();
         let class = self
             .read(move |mem| {
                 let registry = mem.registry()?;
-                registry.get(&owned).map(|p| p.class).ok_or_else(|| {
-                    ApiError::new(
-                        axum::http::StatusCode::FORBIDDEN,
-                        "refused",
-                        format!("principal `{owned}` is not registered in this store"),
-                    )
-                })
+                registry
+                    .get(owned.as_str())
+                    .map(|p| p.class)
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            axum::http::StatusCode::FORBIDDEN,
+                            "refused",
+                            format!("principal `{owned}` is not registered in this store"),
+                        )
+                    })
             })
             .await?;
         if let Ok(mut m) = self.classes.lock() {
-            m.insert(name.to_string(), class);
+            m.insert(name.clone(), class);
         }
         Ok(class)
     }

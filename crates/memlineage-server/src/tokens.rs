@@ -15,6 +15,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use memlineage::PrincipalName;
 use memlineage_core::entry::Scope;
 use rand_core::{OsRng, RngCore};
 use serde::{Deserialize, Serialize};
@@ -101,7 +102,7 @@ pub struct Grant {
     /// The token's id.
     pub token_id: String,
     /// The principal.
-    pub principal: String,
+    pub principal: PrincipalName,
     /// The scopes.
     pub scopes: Vec<Scope>,
     /// The operator role.
@@ -314,7 +315,10 @@ pub fn check(records: &[TokenRecord], token: &str) -> Result<Grant, &'static str
         .map_err(|_| "the token's record has an invalid scope")?;
     Ok(Grant {
         token_id: record.id.clone(),
-        principal: record.principal.clone(),
+        principal: record
+            .principal
+            .parse::<PrincipalName>()
+            .map_err(|_| "the token's record names an invalid principal")?,
         scopes,
         operator: record.operator,
     })
@@ -346,7 +350,7 @@ mod tests {
         }
         let records = file.load().unwrap();
         let g = check(&records, &t.token).unwrap();
-        assert_eq!(g.principal, "web");
+        assert_eq!(g.principal.as_str(), "web");
         assert_eq!(g.scopes, vec![scope("acme/a"), scope("acme/b")]);
         assert!(g.covers(&scope("acme/a/x")));
         assert!(!g.covers(&scope("acme")));

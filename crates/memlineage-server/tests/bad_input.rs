@@ -134,12 +134,13 @@ fn malformed_bodies_and_wrong_content_types() {
                 400,
                 "invalid_request",
             ),
-            // A label rule laxer than the store's is refused by the library.
+            // A label rule laxer than the store's is refused by the library (a policy refusal,
+            // `ErrorKind::Refused`).
             (
                 b"{\"content\": \"x\", \"tau\": \"0.9\"}",
                 json_ct,
-                400,
-                "invalid_request",
+                403,
+                "refused",
             ),
             // A well-formed id that is not in the log.
             (ghost.as_bytes(), json_ct, 404, "not_found"),

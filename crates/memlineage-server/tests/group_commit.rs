@@ -5,6 +5,7 @@
 mod common;
 
 use common::TestServer;
+use memlineage::StoreLocation;
 use serde_json::json;
 use std::collections::HashSet;
 
@@ -65,7 +66,9 @@ fn concurrent_writers_share_commits_and_lose_nothing() {
     s.stop().unwrap();
     // Reopen the store: every acknowledged entry is there, and the whole store verifies.
     let keys = memlineage_server::FileKeys::new(&s.prepared.keys_dir);
-    let mem = memlineage_server::state::open_handle(&s.prepared.db, &keys).unwrap();
+    let mem =
+        memlineage_server::state::open_handle(&StoreLocation::Sqlite(s.prepared.db.clone()), &keys)
+            .unwrap();
     for id in &all {
         let id: memlineage_core::EntryId = id.parse().unwrap();
         mem.get(&id).unwrap();

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{TestServer, client};
+use memlineage::StoreLocation;
 use memlineage_server::TlsFiles;
 
 #[test]
@@ -47,8 +48,10 @@ fn a_bad_certificate_file_is_refused_at_start() {
     std::fs::write(&cert_file, "not a certificate").unwrap();
     std::fs::write(&key_file, "not a key").unwrap();
     let prepared = memlineage_server::bench::prepare(dir.path()).unwrap();
-    let mut config =
-        memlineage_server::Config::new(prepared.db.clone(), "127.0.0.1:0".parse().unwrap());
+    let mut config = memlineage_server::Config::new(
+        StoreLocation::Sqlite(prepared.db.clone()),
+        "127.0.0.1:0".parse().unwrap(),
+    );
     config.tls = Some(TlsFiles {
         cert: cert_file,
         key: key_file,

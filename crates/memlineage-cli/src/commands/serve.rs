@@ -6,8 +6,10 @@ use super::{open, parse_name, parse_scope};
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::{Args, Subcommand};
+use memlineage::PrincipalName;
 use memlineage_core::entry::Scope;
 use memlineage_core::label::TrustClass;
+use memlineage_server::config::tokens_beside;
 use memlineage_server::tokens::{TOKENS_FILE, TokenFileAt};
 use memlineage_server::{Config, FileKeys, Limits, TlsFiles};
 use serde_json::json;
@@ -52,9 +54,6 @@ pub struct ServeArgs {
     /// Seconds shutdown waits for requests in flight.
     #[arg(long, default_value_t = 30)]
     shutdown_grace: u64,
-    /// Store handles serving reads (one SQLite connection each); default one per core.
-    #[arg(long, default_value_t = 0)]
-    readers: usize,
     /// Log lines as text instead of JSON.
     #[arg(long)]
     text_logs: bool,
@@ -70,12 +69,9 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::ok(serde_json::Value::Null, ""));
     }
     memlineage_server::telemetry::init_logs(!a.text_logs);
-    if !ctx.paths.db.is_file() {
-        return Err(CliError::failed(format!(
-            "no store at {}: run `memlineage init` first, or point --store or MEMLINEAGE_STORE at an existing store",
-            ctx.paths.describe()
-        )));
-    }
+    // Opened once here for the CLI's message when there is no store (the service opens its
+    // own handle).
+    drop(open(&ctx.paths)?);
     let mut policies = Vec::new();
     for p in &a.policies {
         let (name, file) = p
@@ -85,11 +81,9 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
             .map_err(|e| CliError::usage(format!("--policy {name}: cannot read {file}: {e}")))?;
         policies.push((name.to_string(), text));
     }
-    let mut config = Config::new(ctx.paths.db.clone(), a.listen);
+    let mut config = Config::new(ctx.paths.location.clone(), a.listen);
     config.keys_dir = ctx.paths.keys.clone();
-    config.tokens_file = a
-        .tokens
-        .unwrap_or_else(|| ctx.paths.dir().join(TOKENS_FILE));
+    config.tokens_file = a.tokens.unwrap_or_else(|| default_tokens(ctx));
     config.tls = match (a.tls_cert, a.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
         _ => None,
@@ -102,7 +96,6 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         request_timeout: Duration::from_secs(a.timeout.max(1)),
         ..Limits::default()
     };
-    config.readers = a.readers;
     config.policies = policies;
     config.shutdown_grace = Duration::from_secs(a.shutdown_grace);
     let keys = Arc::new(FileKeys::new(&config.keys_dir));
@@ -145,7 +138,7 @@ pub struct FileArgs {
 pub struct CreateArgs {
     /// The principal the token writes and gates as (registered, its key in the key directory).
     #[arg(long, value_parser = parse_name)]
-    principal: String,
+    principal: PrincipalName,
     /// A scope it may read and write, with everything below it (repeatable; default `default`).
     #[arg(long = "scope", value_parser = parse_scope)]
     scopes: Vec<Scope>,
@@ -170,11 +163,16 @@ pub struct RevokeArgs {
 }
 
 fn token_file(ctx: &Ctx, f: &FileArgs) -> TokenFileAt {
-    TokenFileAt::new(
-        f.tokens
-            .clone()
-            .unwrap_or_else(|| ctx.paths.dir().join(TOKENS_FILE)),
-    )
+    TokenFileAt::new(f.tokens.clone().unwrap_or_else(|| default_tokens(ctx)))
+}
+
+/// The token file `serve` and `token` use when `--tokens` is not given: `tokens.json` beside
+/// an SQLite store file, else beside the key directory.
+fn default_tokens(ctx: &Ctx) -> PathBuf {
+    match ctx.paths.dir() {
+        Some(dir) => dir.join(TOKENS_FILE),
+        None => tokens_beside(&ctx.paths.keys),
+    }
 }
 
 fn now_ms() -> u64 {
@@ -203,7 +201,7 @@ pub fn token(c: TokenCommand, ctx: &Ctx) -> Result<Outcome, CliError> {
 fn create(a: CreateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mem = open(&ctx.paths)?;
     let registry = mem.registry()?;
-    let p = registry.get(&a.principal).ok_or_else(|| {
+    let p = registry.get(a.principal.as_str()).ok_or_else(|| {
         CliError::failed(format!(
             "principal `{}` is not registered: add it with `memlineage principal add {} --class trusted|external`",
             a.principal, a.principal
@@ -235,7 +233,7 @@ fn create(a: CreateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     };
     let file = token_file(ctx, &a.file);
     let t = file
-        .create(&a.principal, &scopes, a.operator, &a.note, now_ms())
+        .create(a.principal.as_str(), &scopes, a.operator, &a.note, now_ms())
         .map_err(|e| CliError::failed(e.to_string()))?;
     let json = json!({
         "token": t.token,

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use memlineage::WriteRequest;
+use memlineage::{AttributionName, WriteRequest};
 use memlineage_core::entry::{EntryKind, Parent};
 use memlineage_core::label::{Fallback, TrustClass, Weight};
 use memlineage_core::{EntryId, Hash256};
@@ -265,11 +265,13 @@ async fn request(
     let mut req = WriteRequest::new(caller.principal(), kind, content).with_scope(scope);
     if !parents.is_empty() {
         let attribution = match &b.attribution {
-            Some(a) => check_algorithm(a, &field("attribution"))?,
-            None if weighed => "explicit".to_string(),
-            None => "coarse".to_string(),
+            Some(a) => a
+                .parse::<AttributionName>()
+                .map_err(|e| ApiError::invalid(format!("`{}`: {e}", field("attribution"))))?,
+            None if weighed => AttributionName::EXPLICIT,
+            None => AttributionName::COARSE,
         };
-        req = req.with_parents(parents, &attribution);
+        req = req.with_parents(parents, attribution);
     }
     if let Some(src) = &b.source {
         req = req.with_source(Hash256::of(src.as_bytes()));
@@ -297,22 +299,6 @@ async fn request(
         req = req.with_meta(k, v);
     }
     Ok(req)
-}
-
-/// An attribution algorithm's recorded name: 1 to 64 characters of `a-z 0-9 - _ .`.
-fn check_algorithm(a: &str, field: &str) -> ApiResult<String> {
-    let ok = !a.is_empty()
-        && a.len() <= 64
-        && a.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
-        });
-    if ok {
-        Ok(a.to_string())
-    } else {
-        Err(ApiError::invalid(format!(
-            "`{field}`: an algorithm name is 1 to 64 characters of a-z, 0-9, `-`, `_`, `.`"
-        )))
-    }
 }
 
 /// A SHA-256 in hex.

@@ -65,7 +65,7 @@ pub async fn whoami(caller: Caller) -> axum::Json<WhoamiOut> {
     let g = caller.0;
     axum::Json(WhoamiOut {
         token_id: g.token_id,
-        principal: g.principal,
+        principal: g.principal.to_string(),
         scopes: g.scopes.iter().map(|s| s.as_str().to_string()).collect(),
         operator: g.operator,
     })

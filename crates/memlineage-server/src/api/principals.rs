@@ -8,9 +8,9 @@ use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
+use memlineage::PrincipalName;
 use memlineage_core::keys;
 use memlineage_core::label::TrustClass;
-use memlineage_core::principal::validate_name;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -107,10 +107,11 @@ pub async fn list(
                 .principals()
                 .map(|p| {
                     let current = p.current_key().map(|k| k.key_id);
-                    let held = mem
-                        .keys()
-                        .get(&p.name)
+                    let held = p
+                        .name
+                        .parse::<PrincipalName>()
                         .ok()
+                        .and_then(|n| mem.keys().get(&n).ok())
                         .map(|k| keys::key_id(&k.verifying_key()));
                     PrincipalOut {
                         name: p.name.clone(),
@@ -153,15 +154,15 @@ pub async fn add(
     ApiJson(body): ApiJson<AddBody>,
 ) -> ApiResult<(StatusCode, axum::Json<RegistryOut>)> {
     caller.require_operator("adding a principal")?;
-    validate_name(&body.name).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let name = parse_name(&body.name)?;
     let class = body
         .class
         .parse::<TrustClass>()
         .map_err(|e| ApiError::invalid(format!("`class`: {e}")))?;
     let st = state.clone();
     let out = state
-        .on_writer(move |mem| {
-            if mem.registry()?.get(&body.name).is_some() {
+        .read(move |mem| {
+            if mem.registry()?.get(name.as_str()).is_some() {
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
                     "conflict",
@@ -171,22 +172,20 @@ pub async fn add(
                     ),
                 ));
             }
-            let key = st.keys.create(&body.name)?;
-            let written = match mem.add_principal(&body.name, class, &key.verifying_key()) {
+            let key = st.keys.create(&name)?;
+            let written = match mem.add_principal(&name, class, &key.verifying_key()) {
                 Ok(w) => w,
                 Err(e) => {
-                    st.keys.discard(&body.name);
+                    st.keys.discard(&name);
                     return Err(e.into());
                 }
             };
-            for h in st.handles() {
-                h.keys().insert(&body.name, key.clone());
-            }
+            mem.keys().insert(&name, key.clone());
             Ok(RegistryOut {
                 key_id: Some(keys::key_id(&key.verifying_key()).to_hex()),
-                key_location: Some(st.keys.describe(&body.name)),
+                key_location: Some(st.keys.describe(&name)),
                 class: Some(class.as_str().to_string()),
-                name: body.name,
+                name: name.to_string(),
                 id: written.id.to_hex(),
                 index: written.index,
             })
@@ -195,10 +194,16 @@ pub async fn add(
     Ok((StatusCode::CREATED, axum::Json(out)))
 }
 
-fn live(mem: &crate::state::Mem, name: &str) -> ApiResult<()> {
+/// A principal name from a request.
+fn parse_name(s: &str) -> ApiResult<PrincipalName> {
+    s.parse::<PrincipalName>()
+        .map_err(|e| ApiError::invalid(format!("`name`: {e}")))
+}
+
+fn live(mem: &crate::state::Mem, name: &PrincipalName) -> ApiResult<()> {
     let registry = mem.registry()?;
     let p = registry
-        .get(name)
+        .get(name.as_str())
         .ok_or_else(|| ApiError::not_found(format!("principal `{name}` is not registered")))?;
     if let Some(at) = p.revoked_at {
         return Err(ApiError::new(
@@ -222,10 +227,10 @@ pub async fn rotate(
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<axum::Json<RegistryOut>> {
     caller.require_operator("rotating a key")?;
-    validate_name(&name).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let name = parse_name(&name)?;
     let st = state.clone();
     let out = state
-        .on_writer(move |mem| {
+        .read(move |mem| {
             live(mem, &name)?;
             let key = st.keys.prepare_rotation(&name)?;
             let written = match mem.rotate_principal(&name, &key) {
@@ -236,14 +241,12 @@ pub async fn rotate(
                 }
             };
             st.keys.commit_rotation(&name, &key)?;
-            for h in st.handles() {
-                h.keys().insert(&name, key.clone());
-            }
+            mem.keys().insert(&name, key.clone());
             Ok(RegistryOut {
                 key_id: Some(keys::key_id(&key.verifying_key()).to_hex()),
                 key_location: Some(st.keys.describe(&name)),
                 class: None,
-                name,
+                name: name.to_string(),
                 id: written.id.to_hex(),
                 index: written.index,
             })
@@ -265,13 +268,13 @@ pub async fn revoke(
     ApiJson(body): ApiJson<RevokeBody>,
 ) -> ApiResult<axum::Json<RegistryOut>> {
     caller.require_operator("revoking a principal")?;
-    validate_name(&name).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let name = parse_name(&name)?;
     let out = state
-        .on_writer(move |mem| {
+        .read(move |mem| {
             live(mem, &name)?;
             let written = mem.revoke_principal(&name, &body.reason)?;
             Ok(RegistryOut {
-                name,
+                name: name.to_string(),
                 class: None,
                 key_id: None,
                 key_location: None,

@@ -143,14 +143,12 @@ pub async fn latest_checkpoint(
 ) -> ApiResult<axum::Json<CheckpointOut>> {
     let out = state
         .read(|mem| {
-            // Verified first (signature and tree); the note returned is the stored one.
-            if mem.latest_checkpoint()?.is_none() {
-                return Err(ApiError::not_found(
+            // Verified (signature and tree) before it is returned.
+            let (_, note) = mem.latest_checkpoint_note()?.ok_or_else(|| {
+                ApiError::not_found(
                     "no checkpoint was signed yet: POST /v1/checkpoint with an operator token",
-                ));
-            }
-            let note = crate::state::latest_checkpoint_note(mem)?
-                .ok_or_else(|| ApiError::not_found("no checkpoint was signed yet"))?;
+                )
+            })?;
             checkpoint_out(note)
         })
         .await?;
@@ -166,8 +164,6 @@ pub async fn sign_checkpoint(
     caller: Caller,
 ) -> ApiResult<axum::Json<CheckpointOut>> {
     caller.require_operator("signing a checkpoint")?;
-    let out = state
-        .on_writer(|mem| checkpoint_out(mem.checkpoint()?))
-        .await?;
+    let out = state.read(|mem| checkpoint_out(mem.checkpoint()?)).await?;
     Ok(axum::Json(out))
 }

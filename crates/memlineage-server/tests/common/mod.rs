@@ -4,6 +4,7 @@
 //! HTTP client (ureq, a client this project did not write).
 #![allow(dead_code)]
 
+use memlineage::StoreLocation;
 use memlineage_core::entry::Scope;
 use memlineage_server::bench::{Prepared, prepare};
 use memlineage_server::tokens::TokenFileAt;
@@ -48,7 +49,10 @@ impl TestServer {
         let mail = make("mail", "bench", false);
         let operator = make("operator", "default", true);
         let other = make("agent", "other", false);
-        let mut config = Config::new(prepared.db.clone(), "127.0.0.1:0".parse().unwrap());
+        let mut config = Config::new(
+            StoreLocation::Sqlite(prepared.db.clone()),
+            "127.0.0.1:0".parse().unwrap(),
+        );
         config.keys_dir = prepared.keys_dir.clone();
         config.tokens_file = prepared.tokens_file.clone();
         config.policies = vec![(
