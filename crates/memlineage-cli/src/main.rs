@@ -86,6 +86,10 @@ enum Command {
     #[cfg(feature = "server")]
     #[command(subcommand)]
     Token(commands::serve::TokenCommand),
+    /// MemLineage over the Model Context Protocol: a memory server and a gateway (docs/mcp.md).
+    #[cfg(feature = "mcp")]
+    #[command(subcommand)]
+    Mcp(commands::mcp::McpCommand),
     /// Testing aids (hidden).
     #[command(subcommand, hide = true)]
     Debug(commands::debug::DebugCommand),
@@ -172,6 +176,8 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Serve(a) => commands::serve::serve(a, ctx),
         #[cfg(feature = "server")]
         Command::Token(c) => commands::serve::token(c, ctx),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(c) => commands::mcp::run(c, ctx),
         Command::Debug(c) => commands::debug::run(c, ctx),
     }
 }

@@ -35,6 +35,18 @@ impl FromRequestParts<AppState> for Caller {
                 "{why}; create one with `memlineage token create --principal NAME --scope SCOPE`"
             ))
         })?;
+        // The operator role is only for a trusted principal (`token create` refuses it
+        // otherwise); a token file edited by hand must not give an external principal the
+        // role either, so it is checked against the registry on every request (cached).
+        if grant.operator
+            && state.class_of(&grant.principal).await?
+                != memlineage_core::label::TrustClass::Trusted
+        {
+            return Err(ApiError::forbidden(format!(
+                "this token has the operator role, but principal `{}` is external: the role is only for a trusted principal; revoke the token",
+                grant.principal
+            )));
+        }
         Ok(Caller(grant))
     }
 }

@@ -50,7 +50,10 @@ impl TokenCache {
             .loaded
             .read()
             .map_err(|_| "the token table is unavailable")?;
-        check(&loaded.records, token)
+        let now_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        check(&loaded.records, token, now_ms)
     }
 
     /// Reloads the file when its time or size changed (at most once per [`RELOAD_EVERY`]).

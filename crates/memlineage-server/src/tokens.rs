@@ -79,6 +79,9 @@ pub struct TokenRecord {
     /// When it was revoked, if it was.
     #[serde(default)]
     pub revoked_at_ms: Option<u64>,
+    /// When it stops being accepted (ms since the Unix epoch), if ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -206,6 +209,19 @@ impl TokenFileAt {
         note: &str,
         now_ms: u64,
     ) -> Result<NewToken, TokenError> {
+        self.create_expiring(principal, scopes, operator, note, now_ms, None)
+    }
+
+    /// [`TokenFileAt::create`] for a token that is refused from `expires_at_ms` on.
+    pub fn create_expiring(
+        &self,
+        principal: &str,
+        scopes: &[Scope],
+        operator: bool,
+        note: &str,
+        now_ms: u64,
+        expires_at_ms: Option<u64>,
+    ) -> Result<NewToken, TokenError> {
         if scopes.is_empty() {
             return Err(TokenError::Invalid(
                 "a token needs at least one scope (--scope)".into(),
@@ -230,6 +246,7 @@ impl TokenFileAt {
             note: note.to_string(),
             sha256: token_hash(&token),
             revoked_at_ms: None,
+            expires_at_ms,
         };
         records.push(record.clone());
         self.save(&records)?;
@@ -292,8 +309,9 @@ impl TokenFileAt {
     }
 }
 
-/// Checks a presented token against the records: the grant, or why not (for the client).
-pub fn check(records: &[TokenRecord], token: &str) -> Result<Grant, &'static str> {
+/// Checks a presented token against the records at time `now_ms`: the grant, or why not (for
+/// the client).
+pub fn check(records: &[TokenRecord], token: &str, now_ms: u64) -> Result<Grant, &'static str> {
     let id = token_id(token).ok_or(
         "the bearer token is malformed (expected `mlt_<16 hex>_<secret>`, as `memlineage token create` prints it)",
     )?;
@@ -306,6 +324,9 @@ pub fn check(records: &[TokenRecord], token: &str) -> Result<Grant, &'static str
     }
     if record.revoked_at_ms.is_some() {
         return Err("the bearer token was revoked");
+    }
+    if record.expires_at_ms.is_some_and(|at| now_ms >= at) {
+        return Err("the bearer token has expired");
     }
     let scopes = record
         .scopes
@@ -349,7 +370,7 @@ mod tests {
             assert_eq!(mode, 0o600);
         }
         let records = file.load().unwrap();
-        let g = check(&records, &t.token).unwrap();
+        let g = check(&records, &t.token, 1).unwrap();
         assert_eq!(g.principal.as_str(), "web");
         assert_eq!(g.scopes, vec![scope("acme/a"), scope("acme/b")]);
         assert!(g.covers(&scope("acme/a/x")));
@@ -357,7 +378,7 @@ mod tests {
         assert!(!g.covers(&scope("acme/ab")));
         file.revoke(&t.record.id, 2).unwrap();
         assert_eq!(
-            check(&file.load().unwrap(), &t.token),
+            check(&file.load().unwrap(), &t.token, 2),
             Err("the bearer token was revoked")
         );
     }
@@ -372,7 +393,7 @@ mod tests {
         let records = file.load().unwrap();
         // Same id, another secret.
         let forged = format!("mlt_{}_{}", t.record.id, "A".repeat(43));
-        assert!(check(&records, &forged).is_err());
+        assert!(check(&records, &forged, 1).is_err());
         for bad in [
             "",
             "mlt_",
@@ -380,8 +401,30 @@ mod tests {
             "mlt_zz_x",
             &t.token[..t.token.len() - 1],
         ] {
-            assert!(check(&records, bad).is_err(), "{bad}");
+            assert!(check(&records, bad, 1).is_err(), "{bad}");
         }
         assert!(file.create("agent", &[], false, "", 1).is_err());
+    }
+
+    #[test]
+    fn expired_tokens_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = TokenFileAt::new(dir.path().join(TOKENS_FILE));
+        let t = file
+            .create_expiring("agent", &[scope("default")], false, "", 1, Some(100))
+            .unwrap();
+        let records = file.load().unwrap();
+        assert!(check(&records, &t.token, 99).is_ok());
+        assert_eq!(
+            check(&records, &t.token, 100),
+            Err("the bearer token has expired")
+        );
+        // A record without the field (an older file) never expires.
+        let text = fs::read_to_string(file.path()).unwrap();
+        assert!(text.contains("expires_at_ms"));
+        let plain = file
+            .create("agent", &[scope("default")], false, "", 1)
+            .unwrap();
+        assert!(check(&file.load().unwrap(), &plain.token, u64::MAX).is_ok());
     }
 }

@@ -326,13 +326,72 @@ fn missing_forged_and_revoked_tokens() {
             ("GET", "/v1/whoami".into(), None, None, 401, "unauthorized"),
         ],
     );
-    // Revoked: refused within a second.
+    // Revoked, expired, and an operator role given to an external principal by editing the
+    // token file (`token create` refuses that): each refused within a second.
     let file = memlineage_server::tokens::TokenFileAt::new(&s.prepared.tokens_file);
     file.revoke(s.mail.split('_').nth(1).unwrap(), 5).unwrap();
+    let bench = [common::scope("bench")];
+    let expired = file
+        .create_expiring("agent", &bench, false, "", 1, Some(2))
+        .unwrap()
+        .token;
+    let not_yet = file
+        .create_expiring("agent", &bench, false, "", 1, Some(u64::MAX))
+        .unwrap()
+        .token;
+    let external_operator = file
+        .create("mail", &[common::scope("default")], true, "edited", 1)
+        .unwrap()
+        .token;
     std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (st, who) = s.call("GET", "/v1/whoami", Some(&not_yet), None);
+    assert_eq!(st, 200, "a token before its expiry works: {who}");
+    let (st, v) = s.call("GET", "/v1/whoami", Some(&expired), None);
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("expired"),
+        "{v}"
+    );
+    assert_eq!(st, 401);
+    let op = Some(external_operator.as_str());
     all_refused(
         &s,
-        vec![("POST", e, Some(&s.mail), body(), 401, "unauthorized")],
+        vec![
+            (
+                "POST",
+                e.clone(),
+                Some(&s.mail),
+                body(),
+                401,
+                "unauthorized",
+            ),
+            (
+                "POST",
+                e.clone(),
+                Some(&expired),
+                body(),
+                401,
+                "unauthorized",
+            ),
+            ("POST", e, op, body(), 403, "forbidden"),
+            (
+                "POST",
+                "/v1/principals".into(),
+                op,
+                Some(json!({"name": "evil", "class": "trusted"})),
+                403,
+                "forbidden",
+            ),
+            (
+                "POST",
+                "/v1/distrust".into(),
+                op,
+                Some(json!({"principal": "agent"})),
+                403,
+                "forbidden",
+            ),
+            ("POST", "/v1/checkpoint".into(), op, None, 403, "forbidden"),
+            ("GET", "/v1/log".into(), op, None, 403, "forbidden"),
+        ],
     );
 }
 
@@ -625,4 +684,119 @@ fn calls_the_gate_cannot_judge_are_errors_and_write_nothing() {
             })
             .collect(),
     );
+}
+
+#[test]
+fn hostile_strings_get_clear_errors_and_the_service_stays_up() {
+    let s = TestServer::start();
+    let op = Some(s.operator.as_str());
+    let agent = Some(s.agent.as_str());
+    let add = |name: &str| Some(json!({"name": name, "class": "trusted"}));
+    let long = "a".repeat(4000);
+    let mut cases: Vec<Case<'_>> = Vec::new();
+    // Names that are paths, empty, spaced, control characters, bidi overrides, too long.
+    for name in [
+        "../../keys/operator",
+        "",
+        "a b",
+        "nul\u{0}byte",
+        "\u{202e}evil",
+        "ünïcode",
+        long.as_str(),
+    ] {
+        cases.push((
+            "POST",
+            "/v1/principals".into(),
+            op,
+            add(name),
+            400,
+            "invalid_request",
+        ));
+    }
+    // The same in a route: percent-encoded path separators and NUL.
+    for name in ["..%2F..%2Fkeys%2Foperator", "a%00b", "%E2%80%AEevil"] {
+        cases.push((
+            "POST",
+            format!("/v1/principals/{name}/rotate"),
+            op,
+            None,
+            400,
+            "invalid_request",
+        ));
+    }
+    // Scopes that climb, are absolute, empty segments, control characters.
+    for scope in ["../up", "/abs", "a//b", "a/\u{1}", "\u{202e}"] {
+        cases.push((
+            "POST",
+            "/v1/entries".into(),
+            agent,
+            Some(json!({"content": "x", "scope": scope})),
+            400,
+            "invalid_request",
+        ));
+    }
+    // Ids and weights that are not what they claim.
+    let (zz, long_id) = ("zz".repeat(32), "a".repeat(65));
+    for id in ["%00", zz.as_str(), long_id.as_str()] {
+        cases.push((
+            "GET",
+            format!("/v1/entries/{id}"),
+            agent,
+            None,
+            400,
+            "invalid_request",
+        ));
+    }
+    for weight in ["NaN", "-0.5", "1e9", "0x1", ""] {
+        cases.push((
+            "POST",
+            "/v1/entries".into(),
+            agent,
+            Some(json!({"content": "x", "parents": [{"id": s.prepared.context[0].to_hex(), "weight": weight}]})),
+            400,
+            "invalid_request",
+        ));
+    }
+    cases.push((
+        "GET",
+        "/v1/log?from=-1".into(),
+        agent,
+        None,
+        400,
+        "invalid_request",
+    ));
+    all_refused(&s, cases);
+    // Deeply nested JSON (within the body limit) is refused as JSON, not a stack overflow.
+    let deep = format!("{}{}", "[".repeat(30_000), "]".repeat(30_000));
+    let (st, v) = s.raw(
+        "POST",
+        "/v1/entries",
+        agent,
+        Some("application/json"),
+        Some(deep.into_bytes()),
+    );
+    assert_eq!((st, kind(&v)), (400, "invalid_json"), "{v}");
+    // Hostile content and queries are data: stored and searched, never interpreted.
+    let hostile = "'; DROP TABLE entries; -- \u{0} \u{202e} <script>alert(1)</script> %s %n";
+    let (st, w) = s.call(
+        "POST",
+        "/v1/entries",
+        agent,
+        Some(json!({"content": hostile})),
+    );
+    assert_eq!(st, 201, "{w}");
+    let (st, e) = s.call(
+        "GET",
+        &format!("/v1/entries/{}", w["id"].as_str().unwrap()),
+        agent,
+        None,
+    );
+    assert_eq!(st, 200, "{e}");
+    assert_eq!(e["content"], hostile, "{e}");
+    for q in ["\"unbalanced", "NEAR(", "* OR -", "\u{0}", "DROP TABLE"] {
+        let (st, r) = s.call("POST", "/v1/search", agent, Some(json!({"query": q})));
+        assert_eq!(st, 200, "{q}: {r}");
+    }
+    let (st, _) = s.call("GET", "/healthz", None, None);
+    assert_eq!(st, 200, "the service is still up");
 }

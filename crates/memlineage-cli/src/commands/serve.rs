@@ -149,6 +149,10 @@ pub struct CreateArgs {
     /// A note for people (who holds the token).
     #[arg(long, default_value = "")]
     note: String,
+    /// Refuse the token after this long: a number and a unit, `s`, `m`, `h` or `d` (`90d`,
+    /// `12h`). Default: it does not expire (revoke it with `token revoke`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ms)]
+    expires_in: Option<u64>,
     #[command(flatten)]
     file: FileArgs,
 }
@@ -173,6 +177,27 @@ fn default_tokens(ctx: &Ctx) -> PathBuf {
         Some(dir) => dir.join(TOKENS_FILE),
         None => tokens_beside(&ctx.paths.keys),
     }
+}
+
+/// Parses `90d`, `12h`, `30m`, `45s` into milliseconds (clap value parser).
+fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    let bad =
+        || format!("`{s}` is not a duration: expected a number and a unit s, m, h or d (`90d`)");
+    let unit_at = s.len().checked_sub(1).ok_or_else(bad)?;
+    let (n, unit) = s.split_at(unit_at);
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(secs * 1000)
+        .filter(|&ms| ms > 0)
+        .ok_or_else(|| {
+            format!("`{s}`: the duration must be above zero and below 500 million years")
+        })
 }
 
 fn now_ms() -> u64 {
@@ -232,8 +257,17 @@ fn create(a: CreateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         a.scopes
     };
     let file = token_file(ctx, &a.file);
+    let now = now_ms();
+    let expires_at_ms = a.expires_in.map(|d| now.saturating_add(d));
     let t = file
-        .create(a.principal.as_str(), &scopes, a.operator, &a.note, now_ms())
+        .create_expiring(
+            a.principal.as_str(),
+            &scopes,
+            a.operator,
+            &a.note,
+            now,
+            expires_at_ms,
+        )
         .map_err(|e| CliError::failed(e.to_string()))?;
     let json = json!({
         "token": t.token,
@@ -241,6 +275,7 @@ fn create(a: CreateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         "principal": t.record.principal,
         "scopes": t.record.scopes,
         "operator": t.record.operator,
+        "expires_at_ms": t.record.expires_at_ms,
         "tokens_file": file.path().display().to_string(),
     });
     Ok(Outcome::ok(json, t.token))
@@ -248,6 +283,7 @@ fn create(a: CreateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
 
 fn list(file: &TokenFileAt) -> Result<Outcome, CliError> {
     let records = file.load().map_err(|e| CliError::failed(e.to_string()))?;
+    let now = now_ms();
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
@@ -256,9 +292,10 @@ fn list(file: &TokenFileAt) -> Result<Outcome, CliError> {
                 r.principal.clone(),
                 r.scopes.join(","),
                 if r.operator { "operator" } else { "-" }.to_string(),
-                match r.revoked_at_ms {
-                    Some(_) => "revoked".to_string(),
-                    None => "active".to_string(),
+                match (r.revoked_at_ms, r.expires_at_ms) {
+                    (Some(_), _) => "revoked".to_string(),
+                    (None, Some(at)) if now >= at => "expired".to_string(),
+                    _ => "active".to_string(),
                 },
                 r.note.clone(),
             ]
@@ -269,7 +306,8 @@ fn list(file: &TokenFileAt) -> Result<Outcome, CliError> {
         .map(|r| {
             json!({ "id": r.id, "principal": r.principal, "scopes": r.scopes,
                     "operator": r.operator, "created_at_ms": r.created_at_ms,
-                    "revoked_at_ms": r.revoked_at_ms, "note": r.note })
+                    "revoked_at_ms": r.revoked_at_ms, "expires_at_ms": r.expires_at_ms,
+                    "note": r.note })
         })
         .collect();
     let text = crate::output::table(
@@ -280,4 +318,29 @@ fn list(file: &TokenFileAt) -> Result<Outcome, CliError> {
         json!({ "tokens_file": file.path().display().to_string(), "tokens": items }),
         text,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration_ms;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("90d"), Ok(90 * 86_400_000));
+        assert_eq!(parse_duration_ms("12h"), Ok(12 * 3_600_000));
+        assert_eq!(parse_duration_ms("30m"), Ok(1_800_000));
+        assert_eq!(parse_duration_ms("45s"), Ok(45_000));
+        for bad in [
+            "",
+            "d",
+            "10",
+            "10w",
+            "-1d",
+            "0s",
+            "1.5h",
+            "99999999999999999d",
+        ] {
+            assert!(parse_duration_ms(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -147,6 +147,9 @@ pub async fn gate(
             caller.principal()
         )));
     }
+    // A token never gates on entries outside its scopes: every context entry must be
+    // readable with it. Citations and attribution weights may only name context entries (the
+    // gate refuses any other as a call it cannot judge), so this covers them too.
     super::entries::check_readable(&state, &caller, context.clone()).await?;
     let mut req = GateRequest::new(call, context, caller.principal());
     req.citations = citations;
