@@ -15,6 +15,11 @@ if [ -z "${MEMLINEAGE_TEST_PYTHON:-}" ] && python3 -c 'import venv' 2>/dev/null;
     MEMLINEAGE_TEST_PYTHON="$(scripts/mcp-sdk.sh)"
     export MEMLINEAGE_TEST_PYTHON
 fi
+if [ -z "${MEMLINEAGE_OPENAPI_VALIDATOR:-}" ] && python3 -c 'import venv' 2>/dev/null; then
+    echo "== openapi-spec-validator for the service's OpenAPI test (scripts/openapi-validator.sh)"
+    MEMLINEAGE_OPENAPI_VALIDATOR="$(scripts/openapi-validator.sh)"
+    export MEMLINEAGE_OPENAPI_VALIDATOR
+fi
 
 echo "== cargo tests (workspace, every feature)"
 cargo test --workspace --release --all-features

@@ -78,6 +78,14 @@ enum Command {
     /// the scale run (`--scale`), or generate a store (`--generate N --out FILE`); see
     /// docs/performance.md.
     Bench(commands::bench::BenchArgs),
+    /// Serve the store over HTTP: JSON for every operation, bearer tokens, TLS, metrics,
+    /// OpenAPI at /openapi.json (docs/service.md).
+    #[cfg(feature = "server")]
+    Serve(commands::serve::ServeArgs),
+    /// Bearer tokens for `serve`: create (bound to a principal and scopes), list, revoke.
+    #[cfg(feature = "server")]
+    #[command(subcommand)]
+    Token(commands::serve::TokenCommand),
     /// MemLineage over the Model Context Protocol: a memory server and a gateway (docs/mcp.md).
     #[cfg(feature = "mcp")]
     #[command(subcommand)]
@@ -96,7 +104,6 @@ pub struct Ctx {
 }
 
 fn main() -> ExitCode {
-    init_tracing();
     let json_requested = std::env::args_os().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -120,6 +127,11 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // `serve` logs JSON lines at info by default; every other command is silent unless
+    // RUST_LOG says otherwise.
+    if !is_serve(&cli.command) {
+        init_tracing();
+    }
     let paths = match StorePaths::resolve(cli.store, cli.keys.as_deref()) {
         Ok(p) => p,
         Err(e) => {
@@ -160,10 +172,24 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Demo(a) => commands::demo::run(a, ctx),
         Command::Eval(a) => commands::eval::run(a, ctx),
         Command::Bench(a) => commands::bench::run(a, ctx),
+        #[cfg(feature = "server")]
+        Command::Serve(a) => commands::serve::serve(a, ctx),
+        #[cfg(feature = "server")]
+        Command::Token(c) => commands::serve::token(c, ctx),
         #[cfg(feature = "mcp")]
         Command::Mcp(c) => commands::mcp::run(c, ctx),
         Command::Debug(c) => commands::debug::run(c, ctx),
     }
+}
+
+#[cfg(feature = "server")]
+fn is_serve(c: &Command) -> bool {
+    matches!(c, Command::Serve(_))
+}
+
+#[cfg(not(feature = "server"))]
+fn is_serve(_: &Command) -> bool {
+    false
 }
 
 /// Tracing to stderr, configured by `RUST_LOG`; off by default.

@@ -101,10 +101,13 @@ impl Outcome {
     }
 }
 
-/// Prints an outcome and returns its exit code.
+/// Prints an outcome and returns its exit code. An outcome whose JSON is `null` prints
+/// nothing: the command printed its own output (`serve`).
 pub fn emit(outcome: &Outcome, json_mode: bool) -> u8 {
     let mut out = std::io::stdout().lock();
-    let written = if json_mode {
+    let written = if outcome.json.is_null() && outcome.text.is_empty() {
+        Ok(())
+    } else if json_mode {
         serde_json::to_string_pretty(&outcome.json)
             .map_err(std::io::Error::other)
             .and_then(|s| writeln!(out, "{s}"))

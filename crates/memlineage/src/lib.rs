@@ -28,7 +28,7 @@ pub use memlineage_core::entry::Scope;
 pub use memlineage_core::{AttributionName, PrincipalName};
 pub use memory::{
     AuditReport, Direction, EntryView, GateOutcome, GateRequest, IdPrefix, IntoBackend, Memory,
-    Settings, WriteRequest, Written,
+    Settings, UnrecordedGate, WriteRequest, Written,
 };
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;

@@ -41,6 +41,11 @@ pub struct BenchArgs {
     /// baseline row in the same run.
     #[arg(long, value_name = "ROW", value_parser = parse_row)]
     pub only: Vec<String>,
+    /// The service benchmark instead: writes and gate decisions per second over HTTP from a
+    /// loopback load generator, beside the same operations in process (docs/performance.md).
+    #[cfg(feature = "server")]
+    #[arg(long, conflicts_with_all = ["scale", "generate", "only"])]
+    pub service: bool,
     /// Where generated stores are cached (default: $MEMLINEAGE_BENCH_STORES, else
     /// target/bench-stores of the enclosing Cargo workspace).
     #[arg(long, value_name = "DIR")]
@@ -114,6 +119,12 @@ fn failed(e: memlineage_bench::BenchError) -> CliError {
 pub fn run(a: BenchArgs, _ctx: &Ctx) -> Result<Outcome, CliError> {
     let progress = Progress::new();
     let mut report = |line: &str| progress.line(line);
+    #[cfg(feature = "server")]
+    if a.service {
+        let result = super::service_bench::run(a.quick, &mut report);
+        progress.finish();
+        return result;
+    }
     let result = if let Some(n) = a.generate {
         generate(&a, n, &mut report)
     } else if a.scale {

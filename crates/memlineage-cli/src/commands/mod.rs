@@ -15,6 +15,10 @@ pub mod principal;
 pub mod proof;
 pub mod query;
 pub mod read;
+#[cfg(feature = "server")]
+pub mod serve;
+#[cfg(feature = "server")]
+pub mod service_bench;
 pub mod verify;
 pub mod write;
 

@@ -60,6 +60,15 @@ pub struct GateOutcome {
     pub record: Written,
 }
 
+/// A decision and the signed record of it still to be appended ([`Memory::gate_unrecorded`]).
+#[derive(Clone, Debug)]
+pub struct UnrecordedGate {
+    /// The decision, with its texts written out.
+    pub decision: GateDecision<'static>,
+    /// The `gate_decision` entry to append before the decision is acted on.
+    pub record: WriteRequest,
+}
+
 /// Each entry's id and the ids of all its parents.
 type ParentLists = Vec<(EntryId, Vec<EntryId>)>;
 
@@ -84,6 +93,24 @@ impl Memory {
     /// no `repair_query`, the user's request — the text of the context's `user_input` entries
     /// whose label is trusted (an external `user_input` steers nothing) — is the query.
     pub fn gate(&self, policy: &Policy, req: &GateRequest) -> Result<GateOutcome, Error> {
+        let UnrecordedGate { decision, record } = self.gate_unrecorded(policy, req)?;
+        let written = self.write(record)?;
+        Ok(GateOutcome {
+            decision,
+            record: written,
+        })
+    }
+
+    /// [`Memory::gate`] without the append: the decision, and the `gate_decision` record that
+    /// must be written (with [`Memory::write`] or in a [`Memory::write_batch`]) before the
+    /// decision is acted on. For callers that group-commit the records of many concurrent
+    /// decisions into one transaction (the HTTP service); the decision and the record are
+    /// exactly those [`Memory::gate`] appends.
+    pub fn gate_unrecorded(
+        &self,
+        policy: &Policy,
+        req: &GateRequest,
+    ) -> Result<UnrecordedGate, Error> {
         let (context, mut parents) = self.context_entries(&req.context)?;
         let query = match (&req.repair_query, req.repair) {
             (Some(q), true) => Some(q.clone()),
@@ -132,16 +159,11 @@ impl Memory {
         });
         let content = serde_json::to_vec(&record)
             .map_err(|e| Error::internal(format!("gate record: {e}")))?;
-        let written = self.write(
-            WriteRequest::new(&req.recorder, EntryKind::GateDecision, content)
-                .with_scope(req.scope.clone())
-                .with_meta("tool", &req.call.name)
-                .with_meta("decision", decision.decision.as_str()),
-        )?;
-        Ok(GateOutcome {
-            decision,
-            record: written,
-        })
+        let record = WriteRequest::new(&req.recorder, EntryKind::GateDecision, content)
+            .with_scope(req.scope.clone())
+            .with_meta("tool", &req.call.name)
+            .with_meta("decision", decision.decision.as_str());
+        Ok(UnrecordedGate { decision, record })
     }
 
     /// Attribution weights for every argument of `call`, each argument treated as a derived

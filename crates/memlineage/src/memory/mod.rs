@@ -27,7 +27,7 @@ mod verified_note;
 mod write;
 
 pub use audit::{AuditProblem, AuditReport};
-pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY};
+pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY, UnrecordedGate};
 pub use lineage::Direction;
 pub use prefix::IdPrefix;
 pub use read::{EntryView, Hash256Hex, InclusionProof};

@@ -187,6 +187,12 @@ impl Memory {
     /// The latest signed checkpoint, verified against the operator's keys (any key the
     /// operator has held) and against the stored tree. `None` when none was ever made.
     pub fn latest_checkpoint(&self) -> Result<Option<Checkpoint>, Error> {
+        Ok(self.latest_checkpoint_note()?.map(|(cp, _)| cp))
+    }
+
+    /// [`Memory::latest_checkpoint`] with the signed note itself, verified the same way (for
+    /// callers that hand the note on: the HTTP service, witnesses).
+    pub fn latest_checkpoint_note(&self) -> Result<Option<(Checkpoint, String)>, Error> {
         let registry = self.refresh_registry()?;
         let r = self.backend.snapshot()?;
         let Some(note) = r.latest_checkpoint()? else {
@@ -195,7 +201,7 @@ impl Memory {
         let cp = self.open_checkpoint_note(&note, &registry)?;
         check_checkpoint_size(&cp, r.size()?)?;
         check_checkpoint_root(&cp, root_at_in(&*r, cp.size)?)?;
-        Ok(Some(cp))
+        Ok(Some((cp, note)))
     }
 
     /// A checkpoint note, opened with the operator's keys in `registry` (newest first) and

@@ -1,0 +1,134 @@
+//! `memlineage bench --service`: the service's throughput and latency (writes and gate
+//! decisions per second over HTTP, from the loopback load generator) beside the same
+//! operations in process, on one prepared store, in one run (`docs/performance.md`,
+//! "Service"). The service is this binary's `serve`, run as a child process and stopped with
+//! SIGTERM at the end.
+
+use crate::output::{CliError, Outcome};
+use memlineage_server::bench::{Prepared, ServiceRow, in_process, over_http_blocking, prepare};
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Connections the load generator keeps open.
+const CONNECTIONS: usize = 64;
+
+/// Runs the service benchmark.
+pub fn run(quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Outcome, CliError> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| CliError::failed(format!("cannot make a temporary directory: {e}")))?;
+    progress("preparing the store");
+    let p = prepare(dir.path()).map_err(CliError::failed)?;
+    let seconds = if quick { 1.0 } else { 3.0 };
+    progress("in process: durable writes and gate decisions");
+    let mut rows = in_process(&p, seconds, 2).map_err(CliError::failed)?;
+    progress("starting `memlineage serve`");
+    let mut child = Server::start(&p, dir.path())?;
+    let requests = if quick { 30_000 } else { 150_000 };
+    progress("over HTTP: writes, then gate decisions");
+    let http = over_http_blocking(
+        &p,
+        child.addr,
+        CONNECTIONS,
+        requests,
+        Duration::from_secs(if quick { 10 } else { 30 }),
+    );
+    child.stop();
+    rows.extend(http.map_err(CliError::failed)?);
+    let json = serde_json::to_value(&rows)
+        .map_err(|e| CliError::failed(format!("encoding the rows: {e}")))?;
+    Ok(Outcome::ok(json, render(&rows)))
+}
+
+/// The child `memlineage serve`.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(p: &Prepared, dir: &std::path::Path) -> Result<Server, CliError> {
+        let exe = std::env::current_exe()
+            .map_err(|e| CliError::failed(format!("cannot find this program: {e}")))?;
+        let log = std::fs::File::create(dir.join("serve.log"))
+            .map_err(|e| CliError::failed(format!("cannot create the service log: {e}")))?;
+        let mut child = Command::new(exe)
+            .arg("--store")
+            .arg(&p.db)
+            .args(["--json", "serve", "--listen", "127.0.0.1:0", "--policy"])
+            .arg(format!("bench={}", p.policy_file.display()))
+            .arg("--tokens")
+            .arg(&p.tokens_file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .map_err(|e| CliError::failed(format!("cannot start `memlineage serve`: {e}")))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| CliError::failed("no stdout from `memlineage serve`"))?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| CliError::failed(format!("reading `memlineage serve`: {e}")))?;
+        let addr = serde_json::from_str::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| v["listening"].as_str().and_then(|a| a.parse().ok()));
+        match addr {
+            Some(addr) => Ok(Server { child, addr }),
+            None => {
+                let _ = child.kill();
+                Err(CliError::failed(format!(
+                    "`memlineage serve` did not start (it said {line:?}; see {})",
+                    dir.join("serve.log").display()
+                )))
+            }
+        }
+    }
+
+    /// SIGTERM, then wait (the service shuts down gracefully).
+    fn stop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn render(rows: &[ServiceRow]) -> String {
+    let mut t = format!(
+        "{}\n{:<22} {:>12} {:>10} {:>10} {:>9} {:>7}  {:<28} {}\n",
+        memlineage_bench::sys::machine(),
+        "row",
+        "per second",
+        "p50",
+        "p99",
+        "ok",
+        "failed",
+        "target",
+        "met"
+    );
+    for r in rows {
+        let _ = writeln!(
+            t,
+            "{:<22} {:>12.0} {:>8.2}ms {:>8.2}ms {:>9} {:>7}  {:<28} {}",
+            r.name,
+            r.per_second,
+            r.p50_ns as f64 / 1e6,
+            r.p99_ns as f64 / 1e6,
+            r.ok,
+            r.failed,
+            r.target.as_deref().unwrap_or(""),
+            match r.meets_target {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "",
+            }
+        );
+    }
+    for r in rows {
+        let _ = writeln!(t, "{}: {}", r.name, r.note);
+    }
+    t
+}

@@ -1,0 +1,197 @@
+//! The sensitive-action gate (paper §M6): may this tool call be dispatched? The decision —
+//! allow, deny (with the offending entry and its lineage path), or repair (the arguments
+//! replaced by values of trusted provenance) — is answered once its signed `gate_decision`
+//! record is durable in the log, group-committed with other requests' writes.
+//!
+//! Policies, calls and decisions pass through as JSON the library defines (`docs/gate.md`):
+//! the service adds no schema of its own to them, so the gate can grow without the service
+//! changing.
+
+use super::wire::{WeightIn, WrittenOut, parse_id, parse_ids};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use axum::extract::State;
+use memlineage::GateRequest;
+use memlineage_core::gate::ToolCall;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
+
+/// `POST /v1/gate`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateBody {
+    /// The policy as TOML text (`docs/gate.md`). Give this or `policy_name`.
+    pub policy: Option<String>,
+    /// A policy the service was started with (`memlineage serve --policy NAME=FILE`).
+    pub policy_name: Option<String>,
+    /// The tool call as the model produced it: `{"name": …, "arguments": {…}}` (OpenAI's
+    /// wrapper and Anthropic's `input` are accepted too).
+    #[schema(value_type = Object)]
+    pub call: serde_json::Value,
+    /// The entries in the prompt, the user's request included, in prompt order; within the
+    /// token's scopes.
+    pub context: Vec<String>,
+    /// Explicit citations: parameter → ids of context entries.
+    #[serde(default)]
+    pub citations: BTreeMap<String, Vec<String>>,
+    /// Attribution weights the caller computed: parameter → context entries with weights.
+    #[serde(default)]
+    pub attribution: BTreeMap<String, Vec<AttributedIn>>,
+    /// Repair a call that would be denied with values of trusted provenance.
+    #[serde(default)]
+    pub repair: bool,
+    /// The query for repair candidates from the store (default: the user's request).
+    pub repair_query: Option<String>,
+    /// The scope of the repair search and of the decision record (default: the token's first
+    /// scope); within the token's scopes.
+    pub scope: Option<String>,
+}
+
+/// One attributed context entry.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttributedIn {
+    /// The context entry.
+    pub id: String,
+    /// Its weight in [0, 1].
+    pub weight: WeightIn,
+}
+
+/// The decision, as the library serialises it, and its log record.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct GateOut {
+    /// `decision` (allow, deny, repair), `tool`, `mode`, `dispatched`, `summary`, `reasons`,
+    /// `arguments` (to dispatch), `repairs` — see `docs/gate.md`.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub decision: serde_json::Value,
+    /// The id of the signed `gate_decision` entry.
+    pub record: String,
+    /// The record's index, id and label.
+    pub record_entry: WrittenOut,
+}
+
+/// Decide whether a tool call may be dispatched; the decision is logged before it is answered.
+#[utoipa::path(post, path = "/v1/gate", tag = "gate", request_body = GateBody,
+    security(("bearer" = [])),
+    responses((status = 200, body = GateOut, description = "allow, deny or repair (a deny is an answer, not an error)"),
+        (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody, description = "the call cannot be judged: do not dispatch it")))]
+pub async fn gate(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<GateBody>,
+) -> ApiResult<axum::Json<GateOut>> {
+    let policy = match (&body.policy, &body.policy_name) {
+        (Some(text), None) => state.policies.inline(text).map_err(ApiError::invalid)?,
+        (None, Some(name)) => state.policies.named(name).ok_or_else(|| {
+            ApiError::invalid(format!(
+                "no policy named `{}` (this service has: {})",
+                name.chars().take(64).collect::<String>(),
+                state.policies.names().join(", ")
+            ))
+        })?,
+        _ => {
+            return Err(ApiError::invalid(
+                "give exactly one of `policy` (TOML text) and `policy_name`",
+            ));
+        }
+    };
+    let call = ToolCall::from_json_value(body.call).map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "cannot_judge",
+            format!("`call`: {e}; do not dispatch it"),
+        )
+    })?;
+    if body.context.is_empty() || body.context.len() > state.limits.max_ids {
+        return Err(ApiError::invalid(format!(
+            "`context` must name 1 to {} entries (the prompt's entries, the user's request included)",
+            state.limits.max_ids
+        )));
+    }
+    if let Some(q) = &body.repair_query
+        && q.len() > state.limits.max_query_bytes
+    {
+        return Err(ApiError::limit(format!(
+            "`repair_query` is {} bytes: this service takes at most {}",
+            q.len(),
+            state.limits.max_query_bytes
+        )));
+    }
+    let context = parse_ids(&body.context, "context")?;
+    let mut citations = BTreeMap::new();
+    for (param, ids) in &body.citations {
+        citations.insert(param.clone(), parse_ids(ids, "citations")?);
+    }
+    let mut attribution = BTreeMap::new();
+    for (param, items) in &body.attribution {
+        let mut v = Vec::with_capacity(items.len());
+        for a in items {
+            v.push((
+                parse_id(&a.id, "attribution")?,
+                a.weight.parse("attribution")?,
+            ));
+        }
+        attribution.insert(param.clone(), v);
+    }
+    let scope = caller.scope_for_write(body.scope.as_deref())?;
+    // The decision record is signed by the token's principal, and the library accepts
+    // `gate_decision` records from trusted principals only: refuse before deciding.
+    if state.class_of(caller.principal()).await? != memlineage_core::label::TrustClass::Trusted {
+        return Err(ApiError::forbidden(format!(
+            "principal `{}` is external: gate decisions are recorded by a trusted principal (the agent that dispatches the call); use a token of that principal",
+            caller.principal()
+        )));
+    }
+    // A token never gates on entries outside its scopes: every context entry must be
+    // readable with it. Citations and attribution weights may only name context entries (the
+    // gate refuses any other as a call it cannot judge), so this covers them too.
+    super::entries::check_readable(&state, &caller, context.clone()).await?;
+    let mut req = GateRequest::new(call, context, caller.principal());
+    req.citations = citations;
+    req.attribution = attribution;
+    req.repair = body.repair;
+    req.repair_query = body.repair_query;
+    req.scope = scope;
+    let decided = state
+        .read(move |mem| Ok(mem.gate_unrecorded(&policy, &req)))
+        .await?;
+    let decided = match decided {
+        Ok(d) => d,
+        Err(e) => {
+            metrics::counter!("memlineage_gate_decisions_total", "decision" => "error")
+                .increment(1);
+            return Err(match e {
+                memlineage::Error::Gate(g) => ApiError::new(
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    "cannot_judge",
+                    format!("the call cannot be judged: {g}; do not dispatch it"),
+                ),
+                other => other.into(),
+            });
+        }
+    };
+    let decision_json = serde_json::to_value(&decided.decision)
+        .map_err(|e| ApiError::internal(format!("encoding the decision: {e}")))?;
+    let kind = decided.decision.decision.as_str();
+    // Two decisions on the same call and context by the same principal in the same
+    // millisecond would be the same signed entry (the same id): each decision is an event of
+    // its own, so its record names the service request that made it.
+    let record = decided
+        .record
+        .with_meta("request", &state.next_request_tag());
+    let written = state.write(vec![record]).await?;
+    let w = written
+        .first()
+        .ok_or_else(|| ApiError::internal("the decision record was not written"))?;
+    metrics::counter!("memlineage_gate_decisions_total", "decision" => kind).increment(1);
+    Ok(axum::Json(GateOut {
+        decision: decision_json,
+        record: w.id.to_hex(),
+        record_entry: WrittenOut::from(w),
+    }))
+}

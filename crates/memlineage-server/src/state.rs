@@ -1,0 +1,186 @@
+//! The service's state, and the only module that opens and holds the `Memory` handle.
+//!
+//! One handle serves every request: the [`Committer`] thread appends through it, and reads,
+//! gate decisions and retrievals run beside (a file SQLite store reads through a pool of
+//! reader connections while an append commits). Nothing reaches the store any other way.
+//! Blocking library calls run on tokio's blocking pool ([`AppState::read`]), never on the
+//! request threads.
+
+use crate::committer::{Committer, SubmitError};
+use crate::config::{Config, Limits};
+use crate::error::{ApiError, ApiResult};
+use crate::jobs::Jobs;
+use crate::keys::KeyStore;
+use crate::policies::Policies;
+use crate::token_cache::TokenCache;
+use memlineage::{Memory, PrincipalName, StoreLocation, WriteRequest, Written};
+use memlineage_core::label::TrustClass;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The memory handle type the service holds.
+pub type Mem = Memory;
+
+/// Opens the handle on the store at `location` and loads the keys of `keys`.
+pub fn open_handle(
+    location: &StoreLocation,
+    keys: &dyn KeyStore,
+) -> Result<Mem, memlineage::Error> {
+    let mem = Memory::open_at(location)?;
+    keys.load_into(mem.keys())?;
+    Ok(mem)
+}
+
+/// Opens a handle for an audit (it does not trust the registry to open the store).
+pub fn open_audit_handle(location: &StoreLocation) -> Result<Mem, memlineage::Error> {
+    Memory::open_for_audit_at(location)
+}
+
+/// Shared by every request (cheap to clone).
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+/// What [`AppState`] holds.
+pub struct Inner {
+    mem: Arc<Mem>,
+    committer: Committer,
+    /// The store (audits open their own handle on it).
+    pub store: StoreLocation,
+    /// Where the principals' keys are kept.
+    pub keys: Arc<dyn KeyStore>,
+    /// The bearer tokens.
+    pub tokens: TokenCache,
+    /// Request limits.
+    pub limits: Limits,
+    /// Background verify jobs.
+    pub jobs: Jobs,
+    /// Named and recently used gate policies.
+    pub policies: Policies,
+    /// Principals' trust classes (fixed at registration), looked up once.
+    classes: Mutex<HashMap<PrincipalName, TrustClass>>,
+    /// False once shutdown began.
+    ready: AtomicBool,
+    /// This process's random tag and its request counter ([`AppState::next_request_tag`]).
+    boot: String,
+    requests: AtomicU64,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Opens the handle, starts the committer, loads the tokens and policies.
+    pub fn open(
+        config: &Config,
+        keys: Arc<dyn KeyStore>,
+    ) -> Result<(AppState, std::thread::JoinHandle<()>), String> {
+        let mem = open_handle(&config.store, keys.as_ref())
+            .map(Arc::new)
+            .map_err(|e| format!("cannot open the store at {}: {e}", config.store))?;
+        let (committer, thread) = Committer::start(Arc::clone(&mem))
+            .map_err(|e| format!("cannot start the committer thread: {e}"))?;
+        let tokens = TokenCache::open(&config.tokens_file)?;
+        let policies = Policies::new(&config.policies)?;
+        let state = AppState(Arc::new(Inner {
+            mem,
+            committer,
+            store: config.store.clone(),
+            keys,
+            tokens,
+            limits: config.limits.clone(),
+            jobs: Jobs::default(),
+            policies,
+            classes: Mutex::new(HashMap::new()),
+            ready: AtomicBool::new(true),
+            boot: {
+                let mut b = [0u8; 8];
+                rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut b);
+                hex::encode(b)
+            },
+            requests: AtomicU64::new(0),
+        }));
+        Ok((state, thread))
+    }
+
+    /// Runs a blocking library call on the handle.
+    pub async fn read<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Mem) -> ApiResult<T> + Send + 'static,
+    {
+        let mem = Arc::clone(&self.mem);
+        blocking(move || f(&mem)).await
+    }
+
+    /// Appends `reqs` in the next group commit; answers once they are durable.
+    pub async fn write(&self, reqs: Vec<WriteRequest>) -> ApiResult<Vec<Written>> {
+        // Requests already in flight when shutdown begins are still committed: the committer
+        // drains its queue before the process exits.
+        self.committer.submit(reqs).await.map_err(|e| match e {
+            SubmitError::Write(e) => ApiError::from(e),
+            SubmitError::Closed => ApiError::unavailable(
+                "the service is shutting down: nothing was written; retry after the restart",
+            ),
+        })
+    }
+
+    /// The trust class of a registered principal.
+    pub async fn class_of(&self, name: &PrincipalName) -> ApiResult<TrustClass> {
+        if let Some(c) = self.classes.lock().ok().and_then(|m| m.get(name).copied()) {
+            return Ok(c);
+        }
+        let owned = name.clone();
+        let class = self
+            .read(move |mem| {
+                let registry = mem.registry()?;
+                registry
+                    .get(owned.as_str())
+                    .map(|p| p.class)
+                    .ok_or_else(|| {
+                        ApiError::new(
+                            axum::http::StatusCode::FORBIDDEN,
+                            "refused",
+                            format!("principal `{owned}` is not registered in this store"),
+                        )
+                    })
+            })
+            .await?;
+        if let Ok(mut m) = self.classes.lock() {
+            m.insert(name.clone(), class);
+        }
+        Ok(class)
+    }
+
+    /// A tag unique to one request of this service (a random per-process prefix and a
+    /// counter), signed into records that would otherwise repeat.
+    pub fn next_request_tag(&self) -> String {
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n}", self.boot)
+    }
+
+    /// Whether the service takes new requests.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Marks the service as shutting down (readiness fails, writes are refused).
+    pub fn begin_shutdown(&self) {
+        self.ready.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Runs a blocking closure on tokio's blocking pool; a panic inside becomes a 500.
+pub async fn blocking<T, F>(f: F) -> ApiResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> ApiResult<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(format!("the operation failed inside the service: {e}")))?
+}
