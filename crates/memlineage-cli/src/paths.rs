@@ -22,6 +22,9 @@ pub struct StorePaths {
     pub keys: PathBuf,
     /// Where the path came from, for messages.
     pub origin: &'static str,
+    /// What the reader requires of the store's history (`--trusted-checkpoint`,
+    /// `--client-state`, `--require-witnesses`), applied whenever the store is opened.
+    pub trust: memlineage::transparency::ReaderTrust,
 }
 
 impl StorePaths {
@@ -50,6 +53,7 @@ impl StorePaths {
             keys: dir.join("keys"),
             db,
             origin,
+            trust: memlineage::transparency::ReaderTrust::default(),
         }
     }
 

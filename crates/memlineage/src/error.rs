@@ -67,6 +67,12 @@ pub enum Error {
     /// the call must not be dispatched.
     #[error("gate: {0}")]
     Gate(#[from] memlineage_core::gate::GateError),
+    /// The store's history contradicts a checkpoint the reader holds (a rollback or a fork):
+    /// nothing is read from it.
+    #[error(
+        "refusing the store: {0} (the reader holds a checkpoint this store contradicts; compare with a witness or `memlineage monitor` before trusting it)"
+    )]
+    History(memlineage_core::monitor::Finding),
     /// No secret key is loaded for this principal.
     #[error(
         "no secret key for principal `{0}` (keys live in the store's key directory; is this the right store?)"

@@ -9,6 +9,7 @@
 pub mod attribution;
 pub mod error;
 pub mod store;
+pub mod transparency;
 
 pub use error::Error;
 pub mod clock;

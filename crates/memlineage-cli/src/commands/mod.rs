@@ -3,17 +3,22 @@
 
 pub mod attribute;
 pub mod bench;
+pub mod checkpoint;
 pub mod control;
 pub mod debug;
 pub mod demo;
 pub mod eval;
 pub mod gate;
+pub mod history;
 pub mod init;
+pub mod monitor;
 pub mod principal;
 pub mod proof;
 pub mod query;
 pub mod read;
+pub mod trust;
 pub mod verify;
+pub mod witness;
 pub mod write;
 
 use crate::output::CliError;
@@ -39,7 +44,7 @@ pub fn open(paths: &StorePaths) -> Result<Mem, CliError> {
         ))
     })?;
     mem.keys().load_dir(&paths.keys)?;
-    Ok(mem)
+    Ok(mem.with_reader(paths.trust.clone())?)
 }
 
 /// Opens an existing store for `verify`, without trusting its registry first.

@@ -12,18 +12,24 @@ mod label_cache;
 mod lineage;
 mod parent_labels;
 mod read;
+mod reader;
 mod relabel;
 mod retrieve;
+mod rollback;
 mod signature_helper;
 mod signing;
 mod verified_note;
+mod witnessing;
 mod write;
 
 pub use audit::{AuditProblem, AuditReport};
 pub use gate::{GateOutcome, GateRequest};
 pub use lineage::Direction;
 pub use read::{EntryView, InclusionProof};
+pub use reader::WITNESSED_SEARCH;
 pub use retrieve::{Dropped, Retrieval};
+pub use rollback::{AtRisk, RollbackWindow};
+pub use witnessing::{VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use write::{RELABEL_ATTEMPTS, WriteRequest, Written};
 
 use crate::clock::{Clock, SystemClock};
@@ -84,6 +90,8 @@ pub struct Memory<S: Store> {
     /// (`signature_helper.rs`).
     signatures: signature_helper::SignatureHelper,
     clock: Box<dyn Clock>,
+    /// What a reader requires of the store's history (`reader.rs`), when set.
+    reader: Option<reader::Reader>,
 }
 
 impl<S: Store> Memory<S> {
@@ -150,6 +158,7 @@ impl<S: Store> Memory<S> {
             verified_note: verified_note::VerifiedNote::default(),
             signatures: signature_helper::SignatureHelper::default(),
             clock: Box::new(SystemClock),
+            reader: None,
         }
     }
 

@@ -85,12 +85,14 @@ impl serde::Serialize for Hash256Hex {
 impl<S: Store> Memory<S> {
     /// An entry by id.
     pub fn get(&self, id: &EntryId) -> Result<EntryView, Error> {
+        self.check_history()?;
         let stored = self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
         EntryView::from_stored(stored)
     }
 
     /// Entries with index in `[start, start + limit)`.
     pub fn log(&self, start: u64, limit: u64) -> Result<Vec<EntryView>, Error> {
+        self.check_history()?;
         self.store
             .entries(start, limit)?
             .into_iter()
@@ -116,6 +118,7 @@ impl<S: Store> Memory<S> {
         id: &EntryId,
         size: Option<u64>,
     ) -> Result<InclusionProof, Error> {
+        self.check_history()?;
         let stored = self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
         let size = match size {
             Some(s) => s,

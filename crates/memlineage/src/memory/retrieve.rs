@@ -278,8 +278,12 @@ impl<S: Store> Memory<S> {
                 }
                 _ => {
                     drop(
-                        "not yet covered by a signed checkpoint (run `memlineage checkpoint`)"
-                            .into(),
+                        if self.reader_policy().is_some_and(|p| !p.requires_nothing()) {
+                            "not yet covered by a checkpoint its reader's witnesses cosigned (run `memlineage checkpoint --witness`)".into()
+                        } else {
+                            "not yet covered by a signed checkpoint (run `memlineage checkpoint`)"
+                                .into()
+                        },
                     );
                     continue;
                 }
@@ -359,17 +363,18 @@ impl<S: Store> Memory<S> {
         })
     }
 
-    /// The latest checkpoint note opened with the operator's keys in `registry` (the
-    /// signature check is cached per note, `verified_note.rs`); the tree checks are the
-    /// caller's (`Anchor::new` checks the root).
+    /// The checkpoint the proofs anchor to: the latest note opened with the operator's keys in
+    /// `registry` (the signature check is cached per note, `verified_note.rs`), or with a
+    /// reader's witness policy the newest one its quorum cosigned; with a reader, checked
+    /// against the checkpoint it holds (`reader.rs`). The tree checks are the caller's
+    /// (`Anchor::new` checks the root).
     fn signed_checkpoint_for(
         &self,
         registry: &memlineage_core::principal::Registry,
     ) -> Result<Option<Checkpoint>, Error> {
-        match self.store.latest_checkpoint()? {
-            Some(note) => self.open_checkpoint_note(&note, registry).map(Some),
-            None => Ok(None),
-        }
+        let anchor = self.anchor_note(registry)?;
+        self.check_history_with(anchor.as_ref().map(|(cp, n)| (cp, n.as_str())))?;
+        Ok(anchor.map(|(cp, _)| cp))
     }
 
     /// The least label an entry must carry: from its writer's class at its index (external

@@ -204,6 +204,16 @@ impl StoreRead for State {
         Ok(self.checkpoints.last_key_value().map(|(_, n)| n.clone()))
     }
 
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<(u64, String)>, Error> {
+        Ok(self
+            .checkpoints
+            .range(..=max_size)
+            .rev()
+            .take(limit)
+            .map(|(s, n)| (*s, n.clone()))
+            .collect())
+    }
+
     fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error> {
         Ok(self
             .search
@@ -463,6 +473,7 @@ delegate_read! {
     indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
     registry_records(from: u64) -> Result<Vec<RegistryRecord>, Error>;
     latest_checkpoint() -> Result<Option<String>, Error>;
+    checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<(u64, String)>, Error>;
     search(query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;

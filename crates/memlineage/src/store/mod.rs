@@ -125,6 +125,24 @@ pub trait StoreRead {
     fn registry_records(&self, from: u64) -> Result<Vec<RegistryRecord>, Error>;
     /// The latest signed checkpoint note, if any.
     fn latest_checkpoint(&self) -> Result<Option<String>, Error>;
+    /// Signed checkpoint notes of size at most `max_size`, largest first, at most `limit`: a
+    /// reader that requires a witnessed checkpoint looks for the newest one its witnesses
+    /// cosigned (`docs/merkle-and-checkpoints.md`).
+    ///
+    /// The provided implementation knows only the latest note; backends override it.
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<(u64, String)>, Error> {
+        let Some(note) = self.latest_checkpoint()? else {
+            return Ok(Vec::new());
+        };
+        let size = memlineage_core::checkpoint::parse_note(&note)
+            .ok()
+            .and_then(|n| memlineage_core::checkpoint::Checkpoint::parse_body(&n.body).ok())
+            .map(|cp| cp.size);
+        Ok(match size {
+            Some(s) if s <= max_size && limit > 0 => vec![(s, note)],
+            _ => Vec::new(),
+        })
+    }
     /// Full-text search: indices of live entries in `scope` (or below), best match first.
     fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error>;
     /// A store setting.

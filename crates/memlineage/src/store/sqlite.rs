@@ -67,6 +67,29 @@ impl SqliteStore {
         Self::init(conn)
     }
 
+    /// Opens an existing store file for reading only (`SQLITE_OPEN_READ_ONLY`, and
+    /// `PRAGMA query_only`): the monitor reads a log this way, with no means to change it.
+    /// Appends and checkpoints fail on such a handle.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore, Error> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.pragma_update(None, "query_only", true)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version != SCHEMA_VERSION {
+            return Err(Error::Store(format!(
+                "store schema version {version} is not supported by this build (it reads version {SCHEMA_VERSION})"
+            )));
+        }
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            commits: AtomicU64::new(0),
+        })
+    }
+
     /// An in-memory store (tests, benchmarks, evaluation).
     pub fn in_memory() -> Result<SqliteStore, Error> {
         Self::init(Connection::open_in_memory()?)
@@ -281,6 +304,29 @@ impl StoreRead for Reader<'_> {
             .optional()?)
     }
 
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<(u64, String)>, Error> {
+        let mut stmt = self.0.prepare_cached(
+            "SELECT size, note FROM checkpoints WHERE size <= ?1 ORDER BY size DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                to_i64(max_size.min(i64::MAX as u64))?,
+                to_i64((limit as u64).min(i64::MAX as u64))?
+            ],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (size, note) = row?;
+            out.push((
+                u64::try_from(size)
+                    .map_err(|_| Error::Integrity("negative checkpoint size".into()))?,
+                note,
+            ));
+        }
+        Ok(out)
+    }
+
     /// FTS5 ranks, the scope filter tests the best matches (`sqlite/search.rs`).
     fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error> {
         search::search(self.0, query, scope, limit)
@@ -449,6 +495,7 @@ delegate_read! {
     indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
     registry_records(from: u64) -> Result<Vec<RegistryRecord>, Error>;
     latest_checkpoint() -> Result<Option<String>, Error>;
+    checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<(u64, String)>, Error>;
     search(query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
