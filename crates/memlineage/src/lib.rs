@@ -18,6 +18,7 @@ pub mod memory;
 
 pub use clock::{Clock, StepClock, SystemClock};
 pub use keyring::Keyring;
+pub use memory::{AtRisk, RollbackWindow, VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use memory::{
     AuditReport, Direction, EntryView, GateOutcome, GateRequest, Memory, Settings, WriteRequest,
     Written,

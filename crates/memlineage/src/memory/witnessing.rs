@@ -168,7 +168,13 @@ impl<S: Store> Memory<S> {
                     timestamp: None,
                 };
                 if response.status != 200 {
-                    answer.message = response.body.trim().to_string();
+                    answer.message = match conflict {
+                        Some(size) if size > cp.size => format!(
+                            "the witness cosigned a checkpoint of size {size}, larger than this one ({}): the log went back (rolled back or restored from an older copy)",
+                            cp.size
+                        ),
+                        _ => response.body.trim().to_string(),
+                    };
                     break answer;
                 }
                 match append_signatures(&merged, &response.body)
