@@ -147,6 +147,21 @@ impl FileWitness {
         }))
     }
 
+    /// The note of [`latest`](Self::latest) by the SHA-256 of the origin in lowercase hex:
+    /// what C2SP tlog-witness serves at `GET <monitoring prefix>/<origin hash>/checkpoint`
+    /// (`None`: answer 404). Anything but 64 lowercase hex digits is `None`, so the argument
+    /// never names another file.
+    pub fn latest_by_origin_hash(&self, origin_hash: &str) -> Result<Option<String>, Error> {
+        let well_formed = origin_hash.len() == 64
+            && origin_hash
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !well_formed {
+            return Ok(None);
+        }
+        read_optional(&self.dir.join("logs").join(origin_hash))
+    }
+
     fn record_path(&self, origin: &str) -> PathBuf {
         self.dir.join("logs").join(origin_file(origin))
     }
