@@ -234,6 +234,22 @@ fn restored_copy_that_drops_a_revocation_is_caught_by_client_witness_and_monitor
         "{:?}",
         round.answers
     );
+    let served = site.witness(1).latest(ORIGIN).unwrap().unwrap();
+    assert_eq!(
+        served.size, held_size,
+        "the witness still serves the newer checkpoint"
+    );
+    let hash = memlineage_core::Hash256::of(ORIGIN.as_bytes()).to_hex();
+    assert_eq!(
+        site.witness(1).latest_by_origin_hash(&hash).unwrap(),
+        Some(served.note)
+    );
+    assert_eq!(
+        site.witness(1)
+            .latest_by_origin_hash("../../etc/passwd")
+            .unwrap(),
+        None
+    );
     let evidence = std::fs::read_dir(site.path("witness1").join("evidence"))
         .unwrap()
         .count();
