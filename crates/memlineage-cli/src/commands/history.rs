@@ -59,7 +59,15 @@ pub fn audit(mem: Mem, ctx: &Ctx) -> Result<History, CliError> {
     } else {
         None
     };
-    let window = mem.rollback_window(policy.as_ref())?;
+    let window = match mem.rollback_window(policy.as_ref()) {
+        Ok(w) => w,
+        Err(e) => {
+            // A damaged control record: the audit above names it; the window is unknown.
+            let _ = writeln!(text, "rollback    unknown: {e}");
+            json["rollback_window"] = Value::Null;
+            return Ok(History { ok, json, text });
+        }
+    };
     let covered = window.covered_size();
     if window.at_risk.is_empty() {
         let _ = writeln!(
