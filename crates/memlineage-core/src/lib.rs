@@ -24,6 +24,7 @@ pub mod label;
 pub mod lineage;
 pub mod merkle;
 pub mod monitor;
+pub mod names;
 pub mod principal;
 pub mod records;
 pub mod render;
@@ -33,3 +34,4 @@ pub mod witness;
 
 pub use error::Error;
 pub use hash::{EntryId, Hash256};
+pub use names::{AttributionName, PrincipalName};

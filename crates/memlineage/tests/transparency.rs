@@ -6,17 +6,20 @@
 
 mod common;
 
-use common::{key, setup_with};
-use memlineage::store::StoreRead;
+use common::{key, p, setup_with};
+use memlineage::error::{HistoryError, StoreState};
+use memlineage::store::{Backend, MemoryStore};
 use memlineage::transparency::{
     FileWitness, MonitorDir, ReaderTrust, TrustedCheckpoint, WitnessTransport,
 };
-use memlineage::{Error, Memory, SqliteStore, StepClock, WriteRequest};
+use memlineage::{
+    Error, ErrorKind, Memory, OpenMode, SqliteStore, StepClock, StoreLocation, WriteRequest,
+};
 use memlineage_core::checkpoint::{NoteVerifier, open_checkpoint};
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::monitor::Finding;
 use memlineage_core::witness::Policy;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tempfile::TempDir;
 
 const ORIGIN: &str = "test.local/log";
@@ -47,7 +50,7 @@ impl Site {
     }
 
     /// The store, opened as a writer holding every key (operator, agent, user, web, email).
-    fn open(&self) -> Memory<SqliteStore> {
+    fn open(&self) -> Memory {
         let mem = Memory::open(SqliteStore::open(&self.db()).unwrap())
             .unwrap()
             .with_clock(StepClock::new(1_800_000_000_000, 1000));
@@ -58,13 +61,13 @@ impl Site {
             ("web", 4),
             ("email", 5),
         ] {
-            mem.keys().insert(name, key(seed));
+            mem.keys().insert(&p(name), key(seed));
         }
         mem
     }
 
     /// The store opened by a reader keeping its checkpoint in `client/`.
-    fn open_as_client(&self) -> Result<Memory<SqliteStore>, Error> {
+    fn open_as_client(&self) -> Result<Memory, Error> {
         self.open().with_reader(ReaderTrust {
             checkpoint: Some(TrustedCheckpoint::StateDir(self.path("client"))),
             witnesses: None,
@@ -100,10 +103,21 @@ impl Site {
         MonitorDir::new(&self.path("monitor")).unwrap()
     }
 
+    /// The store opened read-only by its location, as `memlineage monitor` opens it.
+    fn read_only(&self) -> Box<dyn Backend> {
+        let store = StoreLocation::Sqlite(self.db())
+            .open(OpenMode::ReadOnly)
+            .unwrap();
+        assert!(store.read_only());
+        store
+    }
+
     fn monitor_run(&self) -> memlineage::transparency::MonitorReport {
-        let store = SqliteStore::open_read_only(&self.db()).unwrap();
+        let store = self.read_only();
         let vkey = NoteVerifier::new(ORIGIN, key(1).verifying_key()).unwrap();
-        self.monitor().run(&store, Some(vkey), &[]).unwrap()
+        self.monitor()
+            .run(&*store.snapshot().unwrap(), Some(vkey), &[])
+            .unwrap()
     }
 }
 
@@ -123,7 +137,7 @@ fn policy(site: &Site, n: u64, k: u64) -> Policy {
 /// Signs a checkpoint and asks witnesses `1..=n` of `policy`.
 fn witness_round(
     site: &Site,
-    mem: &Memory<SqliteStore>,
+    mem: &Memory,
     policy: &Policy,
     n: u64,
 ) -> memlineage::WitnessRound {
@@ -138,18 +152,21 @@ fn witness_round(
     mem.witness_checkpoint(&note, policy, &transports).unwrap()
 }
 
-fn write(mem: &Memory<SqliteStore>, who: &str, text: &str) {
+fn write(mem: &Memory, who: &str, text: &str) {
     let kind = if who == "web" {
         EntryKind::ToolOutput
     } else {
         EntryKind::Observation
     };
-    mem.write(WriteRequest::new(who, kind, text)).unwrap();
+    mem.write(WriteRequest::new(&p(who), kind, text)).unwrap();
 }
 
-fn expect_history(r: Result<Memory<SqliteStore>, Error>) -> Finding {
+fn expect_history(r: Result<Memory, Error>) -> HistoryError {
     match r {
-        Err(Error::History(f)) => f,
+        Err(Error::History(h)) => {
+            assert_eq!(Error::History(h.clone()).kind(), ErrorKind::Integrity);
+            h
+        }
         Err(e) => panic!("expected a history error, got {e}"),
         Ok(_) => panic!("expected a history error, the store was accepted"),
     }
@@ -175,7 +192,7 @@ fn restored_copy_that_drops_a_revocation_is_caught_by_client_witness_and_monitor
     site.save_copy("before-revocation.db");
     let (held_size, held_root) = {
         let mem = site.open();
-        mem.revoke_principal("web", "key stolen").unwrap();
+        mem.revoke_principal(&p("web"), "key stolen").unwrap();
         let window = mem.rollback_window(Some(&policy)).unwrap();
         assert_eq!(window.at_risk.len(), 1, "{window:?}");
         assert_eq!(window.at_risk[0].what, "revocation of `web`");
@@ -213,7 +230,7 @@ fn restored_copy_that_drops_a_revocation_is_caught_by_client_witness_and_monitor
 
     // A client holding the newer checkpoint refuses the store, naming both trees.
     match expect_history(site.open_as_client()) {
-        Finding::Fork {
+        HistoryError::Fork {
             held_size: s,
             held_root: r,
             seen_size,
@@ -281,14 +298,14 @@ fn restored_copy_without_new_writes_is_a_rollback_for_client_witness_and_monitor
     let held_size = {
         let mem = site.open();
         mem.forget(
-            "operator",
+            &p("operator"),
             &mem.log(5, 1).unwrap()[0].entry.id(),
             true,
             "gdpr",
         )
         .unwrap();
         mem.distrust(
-            "operator",
+            &p("operator"),
             memlineage_core::records::DistrustTarget::Principal("email".into()),
             "phished",
         )
@@ -302,7 +319,7 @@ fn restored_copy_without_new_writes_is_a_rollback_for_client_witness_and_monitor
     site.restore_copy("old.db");
     let mem = site.open();
     match expect_history(site.open_as_client()) {
-        Finding::Rollback {
+        HistoryError::Rollback {
             held_size: s,
             seen_size,
             ..
@@ -382,7 +399,7 @@ fn fork_of_two_signed_trees_of_one_size_is_caught_by_client_witness_and_monitor(
     assert_ne!(b.root, a_root, "with different roots, each signed");
 
     match expect_history(site.open_as_client()) {
-        Finding::Fork {
+        HistoryError::Fork {
             held_size,
             held_root,
             seen_size,
@@ -406,8 +423,11 @@ fn fork_of_two_signed_trees_of_one_size_is_caught_by_client_witness_and_monitor(
     // The monitor following branch A also rejects branch B's note shown to it elsewhere.
     drop(mem);
     site.restore_copy("branch-a.db");
-    let store = SqliteStore::open_read_only(&site.db()).unwrap();
-    let report = site.monitor().run(&store, None, &[b_note]).unwrap();
+    let store = site.read_only();
+    let report = site
+        .monitor()
+        .run(&*store.snapshot().unwrap(), None, &[b_note])
+        .unwrap();
     assert!(
         matches!(only_history(&report.findings), Finding::Fork { .. }),
         "{:?}",
@@ -534,11 +554,36 @@ fn held_checkpoints_advance_only_after_verification() {
         checkpoint: Some(TrustedCheckpoint::Note(other)),
         witnesses: None,
     });
+    let refused = refused.err().unwrap();
     assert!(
-        matches!(refused, Err(Error::Integrity(_))),
-        "{:?}",
-        refused.err()
+        matches!(refused, Error::History(HistoryError::Unsigned { .. })),
+        "{refused:?}"
     );
+    assert_eq!(refused.kind(), ErrorKind::Integrity);
+    // A checkpoint of another log is a wrong argument, named as such.
+    let foreign = memlineage_core::checkpoint::sign_checkpoint(
+        &memlineage_core::checkpoint::Checkpoint::new(
+            "other.example/log",
+            1,
+            memlineage_core::merkle::empty_root(),
+        ),
+        "other.example/log",
+        &key(1),
+    )
+    .unwrap();
+    let refused = site
+        .open()
+        .with_reader(ReaderTrust {
+            checkpoint: Some(TrustedCheckpoint::Note(foreign)),
+            witnesses: None,
+        })
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&refused, Error::History(HistoryError::OtherLog { named, .. }) if named == "other.example/log"),
+        "{refused:?}"
+    );
+    assert_eq!(refused.kind(), ErrorKind::InvalidInput);
 }
 
 #[test]
@@ -556,7 +601,7 @@ fn verifier_key_export_and_operator_rotation() {
     assert!(site.monitor_run().ok());
 
     // Rotation: the new key is published in the log, checkpoints after it verify only with it.
-    let rotated = mem.rotate_principal("operator", &key(77)).unwrap();
+    let rotated = mem.rotate_principal(&p("operator"), &key(77)).unwrap();
     let new_vkey = mem.verifier_key().unwrap();
     assert_eq!(
         new_vkey,
@@ -583,15 +628,51 @@ fn monitor_reads_a_read_only_store_without_keys() {
         write(&mem, "agent", "x");
         mem.checkpoint().unwrap();
     }
-    let store = SqliteStore::open_read_only(&site.db()).unwrap();
+    let store = site.read_only();
     assert!(store.size().unwrap() > 0);
-    let report = site.monitor().run(&store, None, &[]).unwrap();
+    let report = site
+        .monitor()
+        .run(&*store.snapshot().unwrap(), None, &[])
+        .unwrap();
     assert!(report.ok() && report.advanced, "{report:?}");
-    // The handle on a read-only store cannot write.
-    let ro = Memory::open(SqliteStore::open_read_only(&site.db()).unwrap()).unwrap();
-    ro.keys().insert("operator", key(1));
-    assert!(ro.checkpoint().is_err());
-    let again = site.monitor().run(&store, None, &[]).unwrap();
+    // The handle on a read-only store cannot write, even holding the operator's key.
+    let ro = Memory::open(site.read_only()).unwrap();
+    ro.keys().insert(&p("operator"), key(1));
+    let err = ro.checkpoint().unwrap_err();
+    assert!(
+        matches!(err, Error::State(StoreState::ReadOnly { .. })),
+        "{err:?}"
+    );
+    let again = site.monitor().run(&*store, None, &[]).unwrap();
     assert!(again.ok() && !again.advanced && again.entries_checked == 0);
-    let _ = Path::new("");
+}
+
+#[test]
+fn an_in_memory_log_is_followed_through_a_read_only_view() {
+    let store = MemoryStore::new();
+    let view = store.read_only_view();
+    let mem = setup_with(store);
+    write(&mem, "agent", "in memory");
+    mem.checkpoint().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let monitor = MonitorDir::new(dir.path()).unwrap();
+    let report = monitor.run(&view, None, &[]).unwrap();
+    assert!(report.ok() && report.advanced, "{report:?}");
+    assert_eq!(report.to_size, mem.size().unwrap());
+    // A reader over the view holds the checkpoint, checks every read against it, and
+    // advances it as the writer's log grows.
+    let reader = Memory::open(view)
+        .unwrap()
+        .with_reader(ReaderTrust {
+            checkpoint: Some(TrustedCheckpoint::Note(
+                mem.latest_checkpoint_note().unwrap().unwrap(),
+            )),
+            witnesses: None,
+        })
+        .unwrap();
+    write(&mem, "agent", "seen through the view");
+    mem.checkpoint().unwrap();
+    assert_eq!(reader.size().unwrap(), mem.size().unwrap());
+    reader.log(0, 100).unwrap();
+    assert_eq!(reader.held_checkpoint().unwrap().size, mem.size().unwrap());
 }

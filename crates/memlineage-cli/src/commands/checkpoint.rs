@@ -124,7 +124,7 @@ fn log_policy(ctx: &Ctx, flag: Option<&Path>) -> Result<Policy, CliError> {
     match flag {
         Some(p) => load_policy(p, "--policy"),
         None => {
-            let p = ctx.paths.dir().join(POLICY_FILE);
+            let p = ctx.paths.config_dir().join(POLICY_FILE);
             if !p.is_file() {
                 return Err(CliError::usage(format!(
                     "no witness policy: write one at {} (C2SP tlog-policy: `witness NAME VKEY file:///path/to/witness`, `quorum NAME`) or pass --policy FILE",

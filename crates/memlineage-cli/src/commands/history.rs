@@ -53,7 +53,7 @@ pub fn audit(mem: Mem, ctx: &Ctx) -> Result<History, CliError> {
             }
         }
     };
-    let policy_path = ctx.paths.dir().join(POLICY_FILE);
+    let policy_path = ctx.paths.config_dir().join(POLICY_FILE);
     let policy = if policy_path.is_file() {
         Some(load_policy(&policy_path, "witness policy")?)
     } else {

@@ -5,7 +5,7 @@ use super::checkpoint::read_input;
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::Args;
-use memlineage::SqliteStore;
+use memlineage::OpenMode;
 use memlineage::transparency::MonitorDir;
 use memlineage_core::checkpoint::NoteVerifier;
 use serde_json::json;
@@ -41,19 +41,14 @@ pub fn run(a: MonitorArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         .iter()
         .map(|p| read_input(p))
         .collect::<Result<Vec<_>, _>>()?;
-    if !ctx.paths.db.is_file() {
-        return Err(CliError::failed(format!(
-            "no store at {}",
-            ctx.paths.describe()
-        )));
-    }
-    let store = SqliteStore::open_read_only(&ctx.paths.db).map_err(|e| {
-        CliError::failed(format!(
-            "cannot open the store at {} read-only: {e}",
-            ctx.paths.describe()
-        ))
-    })?;
-    let report = MonitorDir::new(&a.state)?.run(&store, pinned, &others)?;
+    // Read-only: the monitor needs, and gets, no means to change the log.
+    let store = ctx
+        .paths
+        .location
+        .open(OpenMode::ReadOnly)
+        .map_err(|e| super::cannot_open(&ctx.paths, e, false))?;
+    let snapshot = store.snapshot()?;
+    let report = MonitorDir::new(&a.state)?.run(&*snapshot, pinned, &others)?;
     let mut json = serde_json::to_value(&report)
         .map_err(|e| CliError::failed(format!("encoding the report: {e}")))?;
     json["ok"] = json!(report.ok());

@@ -33,9 +33,9 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let ok = report.ok() && history.ok;
     json["ok"] = serde_json::json!(ok);
     json["history"] = history.json;
-    json["store"] = serde_json::json!(ctx.paths.db.display().to_string());
+    json["store"] = serde_json::json!(ctx.paths.shown());
     let mut text = String::new();
-    let _ = writeln!(text, "store       {}", ctx.paths.db.display());
+    let _ = writeln!(text, "store       {}", ctx.paths.shown());
     let _ = writeln!(text, "entries     {}", report.entries);
     let _ = writeln!(text, "signatures  {}", report.signatures);
     let _ = writeln!(text, "principals  {}", report.principals);
@@ -56,7 +56,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     if report.ok() {
         let failure = format!(
             "verification failed: {} contradicts the trusted checkpoint",
-            ctx.paths.db.display()
+            ctx.paths.shown()
         );
         return Ok(Outcome::failed(json, text, failure));
     }
@@ -76,7 +76,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let failure = format!(
         "verification failed: {} problem(s) found in {}",
         report.problem_count,
-        ctx.paths.db.display()
+        ctx.paths.shown()
     );
     Ok(Outcome::failed(json, text, failure))
 }

@@ -6,35 +6,13 @@ use crate::entry::{EntryKind, SignedEntry};
 use crate::keys::{self, BatchItem, Domain};
 use crate::label::TrustClass;
 use crate::merkle::{leaf_hash, verify_inclusion};
-use crate::principal::Registry;
-use crate::records::{RegistryChange, Tombstone};
+use crate::records::Tombstone;
 use crate::rule::{LabelRule, required_label};
 use crate::trust::ParentEdge;
 use crate::{EntryId, Hash256};
 
 /// Signatures are verified in batches of this many (about twice as fast per signature).
 const SIGNATURE_BATCH: usize = 256;
-
-/// A registry record's signature: genesis by the key it registers, later records by the
-/// operator's key at `index` (C2SP-independent; `docs/formats.md`, "Control records").
-pub(crate) fn verify_registry_signature(
-    registry: &Registry,
-    index: u64,
-    entry: &SignedEntry,
-    change: &RegistryChange,
-) -> Result<(), String> {
-    let key = match (registry.operator(), change) {
-        (None, RegistryChange::Add { key, .. }) => *key,
-        _ => {
-            let body = entry.body();
-            *registry
-                .signer_at(&body.writer, &body.key_id, index)
-                .map_err(|e| e.to_string())?
-                .1
-        }
-    };
-    entry.verify_signature(&key).map_err(|e| e.to_string())
-}
 
 impl Follow<'_> {
     fn entry_finding(&mut self, index: u64, id: Option<EntryId>, problem: String) {

@@ -107,7 +107,9 @@ impl Monitor {
         match entry.body().kind {
             EntryKind::Registry => {
                 let change = RegistryChange::from_content(content).map_err(|e| e.to_string())?;
-                entries::verify_registry_signature(&self.registry, index, entry, &change)?;
+                self.registry
+                    .verify_record_signature(index, entry, &change)
+                    .map_err(|e| e.to_string())?;
                 self.registry
                     .apply(index, entry, &change)
                     .map_err(|e| e.to_string())?;

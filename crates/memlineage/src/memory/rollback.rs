@@ -4,8 +4,7 @@
 //! witnessed, or held by a client. Until then it is reported *at risk*.
 
 use super::Memory;
-use crate::error::Error;
-use crate::store::Store;
+use crate::error::{Error, IntegrityCheck, IntegrityError};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::records::{Distrust, DistrustTarget, RegistryChange, Tombstone};
@@ -45,41 +44,60 @@ impl RollbackWindow {
     }
 }
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// The revocations, key rotations, distrust records and tombstones that a rollback could
     /// still undo: those not covered by a checkpoint witnessed per `policy` (by default the
     /// reader's witness policy; with none, nothing counts as witnessed) nor by the checkpoint
     /// this handle's reader holds.
     pub fn rollback_window(&self, policy: Option<&Policy>) -> Result<RollbackWindow, Error> {
-        let policy = policy.or_else(|| self.reader_policy());
+        let policy = policy
+            .filter(|p| !p.requires_nothing())
+            .or_else(|| self.required_witnesses());
         let witnessed_size = match policy {
-            Some(p) if !p.requires_nothing() => {
-                self.witnessed_checkpoint(p)?.map(|(cp, _)| cp.size)
-            }
-            _ => None,
+            Some(p) => self.witnessed_checkpoint(p)?.map(|(cp, _)| cp.size),
+            None => None,
         };
         let held_size = self.held_checkpoint().map(|h| h.size);
         let from = witnessed_size.unwrap_or(0).max(held_size.unwrap_or(0));
-        let mut records = self.store.registry_records(from)?;
-        records.extend(self.store.control_records(EntryKind::Distrust, from)?);
-        records.extend(self.store.control_records(EntryKind::Tombstone, from)?);
+        let snap = self.backend.snapshot()?;
+        let mut records = Vec::new();
+        for kind in [EntryKind::Registry, EntryKind::Distrust, EntryKind::Tombstone] {
+            records.extend(snap.control_records(kind, from)?);
+        }
         records.sort_by_key(|r| r.index);
         let mut at_risk = Vec::new();
         for rec in records {
-            let entry = SignedEntry::from_leaf(&rec.leaf)?;
+            let index = rec.index;
+            // Read back from the store: a record that does not decode is an integrity error
+            // (every stored control record passed the handle's checks when it was appended).
+            let broken = |what: &str, e: &dyn std::fmt::Display| -> Error {
+                IntegrityError::new(
+                    IntegrityCheck::ControlRecord,
+                    format!("the control record at index {index} {what}: {e}"),
+                )
+                .at(index)
+                .into()
+            };
+            let entry = SignedEntry::from_leaf(&rec.leaf).map_err(|e| broken("does not decode", &e))?;
             let kind = entry.body().kind;
+            let content = |e: &dyn std::fmt::Display| broken("has content that does not parse", e);
             let what = match kind {
-                EntryKind::Registry => match RegistryChange::from_content(&rec.content)? {
+                EntryKind::Registry => match RegistryChange::from_content(&rec.content)
+                    .map_err(|e| content(&e))?
+                {
                     RegistryChange::Revoke { name, .. } => format!("revocation of `{name}`"),
                     RegistryChange::Rotate { name, .. } => format!("key rotation of `{name}`"),
                     RegistryChange::Add { .. } => continue,
                 },
-                EntryKind::Distrust => match Distrust::from_content(&rec.content)?.target {
+                EntryKind::Distrust => match Distrust::from_content(&rec.content)
+                    .map_err(|e| content(&e))?
+                    .target
+                {
                     DistrustTarget::Entry(id) => format!("distrust of entry {}", id.short()),
                     DistrustTarget::Principal(p) => format!("distrust of principal `{p}`"),
                 },
                 EntryKind::Tombstone => {
-                    let t = Tombstone::from_content(&rec.content)?;
+                    let t = Tombstone::from_content(&rec.content).map_err(|e| content(&e))?;
                     let verb = if t.erase { "erasure" } else { "tombstone" };
                     format!("{verb} of entry {}", t.target.short())
                 }

@@ -3,12 +3,14 @@
 //! (the stored note gains the witnesses' signature lines; its text is unchanged).
 
 use super::Memory;
-use crate::error::Error;
-use crate::store::Store;
+use super::read::check_checkpoint_root;
+use crate::error::{Error, InputError, IntegrityCheck, Refusal};
+use crate::store::NoteRow;
 use crate::transparency::witness::WitnessTransport;
 use memlineage_core::checkpoint::{
     Checkpoint, CosignatureVerifier, NoteVerifier, append_signatures,
 };
+use memlineage_core::principal::{Principal, Registry};
 use memlineage_core::witness::{AddCheckpoint, Policy};
 
 /// One of the operator's checkpoint keys, as the registry in the log records it.
@@ -52,21 +54,17 @@ pub struct WitnessRound {
     pub quorum_met: bool,
 }
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// The log's verifier key now: the operator's current key under the log's origin, in the
     /// golang.org/x/mod/sumdb/note format (`<origin>+<key id>+<base64(0x01 || key)>`). A third
     /// party checks checkpoints with it and no secret.
     pub fn verifier_key(&self) -> Result<NoteVerifier, Error> {
         let registry = self.refresh_registry()?;
-        let op = registry
-            .operator()
-            .and_then(|o| registry.get(o))
-            .ok_or_else(|| Error::Store("the log has no genesis record".into()))?;
-        let key = op.current_key().ok_or_else(|| {
-            Error::Invalid(format!(
-                "the operator `{}` was revoked: the log has no current checkpoint key",
-                op.name
-            ))
+        let op = operator_record(&registry)?;
+        let key = op.current_key().ok_or_else(|| Refusal::Revoked {
+            name: op.name.clone(),
+            at: op.revoked_at.unwrap_or_default(),
+            reason: op.revoke_reason.clone(),
         })?;
         Ok(NoteVerifier::new(&self.settings.origin, key.key)?)
     }
@@ -74,17 +72,14 @@ impl<S: Store> Memory<S> {
     /// The latest stored checkpoint note, with every cosignature it carries (unverified: open
     /// it with [`Memory::latest_checkpoint`] or a witness policy).
     pub fn latest_checkpoint_note(&self) -> Result<Option<String>, Error> {
-        self.store.latest_checkpoint()
+        self.reads().latest_checkpoint()
     }
 
     /// Every checkpoint key the operator has held, oldest first, with the log indices of the
     /// registry records that added and retired it: a rotation is published in the log itself.
     pub fn verifier_key_history(&self) -> Result<Vec<VerifierKeyRecord>, Error> {
         let registry = self.refresh_registry()?;
-        let op = registry
-            .operator()
-            .and_then(|o| registry.get(o))
-            .ok_or_else(|| Error::Store("the log has no genesis record".into()))?;
+        let op = operator_record(&registry)?;
         op.keys
             .iter()
             .map(|k| {
@@ -101,20 +96,16 @@ impl<S: Store> Memory<S> {
     /// the witness cosigned last): the consistency proof comes from the stored tree and is
     /// verified against the checkpoint's root first.
     pub fn witness_request(&self, note: &str, old_size: u64) -> Result<String, Error> {
-        let cp = self.open_checkpoint_note(note, &self.refresh_registry()?)?;
+        let cp = self.open_checkpoint_note(note, &*self.refresh_registry()?)?;
         if old_size > cp.size {
-            return Err(Error::Invalid(format!(
-                "old size {old_size} is larger than the checkpoint's size {}",
-                cp.size
-            )));
+            return Err(InputError::TreeSize {
+                asked: old_size,
+                size: cp.size,
+            }
+            .into());
         }
         let (_, new_root, proof) = self.prove_consistency(old_size, cp.size)?;
-        if new_root != cp.root {
-            return Err(Error::Integrity(format!(
-                "the stored tree of size {} has root {new_root}, but the checkpoint signs {}",
-                cp.size, cp.root
-            )));
-        }
+        check_checkpoint_root(&cp, new_root)?;
         Ok(AddCheckpoint {
             old_size,
             proof,
@@ -137,7 +128,7 @@ impl<S: Store> Memory<S> {
         policy: &Policy,
         transports: &[(&str, &dyn WitnessTransport)],
     ) -> Result<WitnessRound, Error> {
-        let cp = self.open_checkpoint_note(note, &self.refresh_registry()?)?;
+        let cp = self.open_checkpoint_note(note, &*self.refresh_registry()?)?;
         let mut merged = note.to_string();
         let mut answers = Vec::new();
         for w in policy.witnesses() {
@@ -192,7 +183,8 @@ impl<S: Store> Memory<S> {
             answers.push(answer);
         }
         if merged != note {
-            self.store.save_checkpoint(cp.size, &merged)?;
+            self.backend
+                .save_checkpoint(&NoteRow::new(cp.size, merged.clone()))?;
         }
         let check = policy.check(&merged);
         Ok(WitnessRound {
@@ -211,12 +203,12 @@ impl<S: Store> Memory<S> {
         witness: &CosignatureVerifier,
         max_size: u64,
     ) -> Result<u64, Error> {
-        for (size, note) in self
-            .store
+        for stored in self
+            .reads()
             .checkpoint_notes(max_size, super::reader::WITNESSED_SEARCH)?
         {
-            if witness.verify(&note).is_ok() {
-                return Ok(size);
+            if witness.verify(&stored.note).is_ok() {
+                return Ok(stored.size);
             }
         }
         Ok(0)
@@ -232,26 +224,27 @@ impl<S: Store> Memory<S> {
         policy: &Policy,
     ) -> Result<(Checkpoint, String), Error> {
         let registry = self.refresh_registry()?;
-        for (size, stored) in self
-            .store
+        for stored in self
+            .reads()
             .checkpoint_notes(u64::MAX, super::reader::WITNESSED_SEARCH)?
         {
-            let Ok(merged) = append_signatures(&stored, lines) else {
+            let Ok(merged) = append_signatures(&stored.note, lines) else {
                 continue;
             };
-            let verifies = policy
-                .witnesses()
-                .iter()
-                .any(|w| w.verifier.verify(&merged).is_ok() && w.verifier.verify(&stored).is_err());
+            let verifies = policy.witnesses().iter().any(|w| {
+                w.verifier.verify(&merged).is_ok() && w.verifier.verify(&stored.note).is_err()
+            });
             if verifies {
                 let cp = self.open_checkpoint_note(&merged, &registry)?;
-                self.store.save_checkpoint(size, &merged)?;
+                self.backend
+                    .save_checkpoint(&NoteRow::new(stored.size, merged.clone()))?;
                 return Ok((cp, merged));
             }
         }
-        Err(Error::Invalid(
+        Err(InputError::Cosignatures(
             "no line is a new, valid cosignature by a witness of the policy on any recent stored checkpoint".into(),
-        ))
+        )
+        .into())
     }
 
     /// The newest stored checkpoint (of the last few) whose cosignatures meet `policy`'s
@@ -261,16 +254,14 @@ impl<S: Store> Memory<S> {
         policy: &Policy,
     ) -> Result<Option<(Checkpoint, String)>, Error> {
         let registry = self.refresh_registry()?;
-        for (_, note) in self
-            .store
-            .checkpoint_notes(u64::MAX, super::reader::WITNESSED_SEARCH)?
-        {
-            if policy.check(&note).met
-                && let Ok(cp) = self.open_checkpoint_note(&note, &registry)
-            {
-                return Ok(Some((cp, note)));
-            }
-        }
-        Ok(None)
+        self.witnessed_in(self.reads(), policy, &registry)
     }
+}
+
+/// The operator's registry record (the genesis principal).
+fn operator_record(registry: &Registry) -> Result<&Principal, Error> {
+    registry
+        .operator()
+        .and_then(|o| registry.get(o))
+        .ok_or_else(|| Error::integrity(IntegrityCheck::Genesis, "the log has no genesis record"))
 }

@@ -5,7 +5,7 @@
 //! that the store's tree extends the held checkpoint.
 
 use super::files::{lock, origin_file, private_dir, read_optional, write_atomic};
-use crate::error::Error;
+use crate::error::{Error, StateDirError};
 use memlineage_core::Hash256;
 use memlineage_core::checkpoint::{Checkpoint, parse_note};
 use memlineage_core::witness::Policy;
@@ -93,18 +93,18 @@ impl StateDir {
         let Some(note) = read_optional(&path)? else {
             return Ok(None);
         };
-        let (held, cp) = Held::from_note(&note).map_err(|e| {
-            Error::Integrity(format!(
-                "{}: the held checkpoint does not parse: {e}",
-                path.display()
-            ))
-        })?;
+        let damaged = |problem: String| StateDirError::Damaged {
+            path: path.display().to_string(),
+            problem,
+        };
+        let (held, cp) = Held::from_note(&note)
+            .map_err(|e| damaged(format!("the held checkpoint does not parse: {e}")))?;
         if cp.origin != origin {
-            return Err(Error::Integrity(format!(
-                "{} holds a checkpoint of `{}`, not of `{origin}`",
-                path.display(),
+            return Err(damaged(format!(
+                "holds a checkpoint of `{}`, not of `{origin}`",
                 cp.origin
-            )));
+            ))
+            .into());
         }
         Ok(Some(held))
     }

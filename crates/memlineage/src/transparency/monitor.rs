@@ -1,19 +1,22 @@
-//! The offline monitor over a store opened read-only ([`crate::SqliteStore::open_read_only`]):
-//! it reads the latest signed checkpoint, the log's consistency proof from the tree it verified
-//! last, the new leaves and their content, and parents' leaves with inclusion proofs, and hands
-//! them to `memlineage_core::monitor`, which trusts none of them before checking. Its state
-//! lives in a directory it owns, one JSON file per log (`DIR/<sha256(origin)>.json`).
+//! The offline monitor over a store opened read-only ([`OpenMode::ReadOnly`], read through
+//! [`BackendRead`], best in one snapshot): it reads the latest signed checkpoint, the log's
+//! consistency proof from the tree it verified last, the new leaves and their content, and
+//! parents' leaves with inclusion proofs, and hands them to `memlineage_core::monitor`, which
+//! trusts none of them before checking. Its state lives in a directory it owns, one JSON file
+//! per log (`DIR/<sha256(origin)>.json`).
 //!
-//! What the monitor reads of the store: the `entries` and `content` rows (leaves and content),
-//! the `checkpoints` rows, and stored Merkle nodes only as material for proofs that it verifies
+//! What the monitor reads of the store: the leaves and their content, the checkpoint notes,
+//! the `origin` setting, and stored Merkle nodes only as material for proofs that it verifies
 //! against roots it computed itself. It reads no derived table and needs no key.
+//!
+//! [`OpenMode::ReadOnly`]: crate::OpenMode::ReadOnly
 
 use super::files::{lock, origin_file, private_dir, read_optional, write_atomic};
-use crate::error::Error;
-use crate::store::StoreRead;
+use crate::error::{Error, HistoryError, StateDirError, StoreState};
+use crate::memory::read::{root_at_in, unverified_consistency_proof, unverified_inclusion_proof};
+use crate::store::BackendRead;
 use memlineage_core::Hash256;
 use memlineage_core::checkpoint::{Checkpoint, NoteVerifier, parse_note};
-use memlineage_core::merkle;
 use memlineage_core::monitor::{Finding, Monitor, MonitorState, ParentLeaf};
 use std::path::Path;
 
@@ -47,26 +50,6 @@ impl MonitorReport {
     }
 }
 
-/// The consistency proof between `old` and `new` from the store's nodes (verified by the
-/// caller, never here).
-pub fn consistency_proof(store: &dyn StoreRead, old: u64, new: u64) -> Result<Vec<Hash256>, Error> {
-    let plan = merkle::consistency_plan(old, new)?;
-    let hashes = store.nodes(plan.nodes())?;
-    Ok(plan.assemble(&hashes)?)
-}
-
-/// The inclusion proof of leaf `index` in the tree of `size` leaves from the store's nodes
-/// (verified by the caller).
-pub fn inclusion_proof(
-    store: &dyn StoreRead,
-    index: u64,
-    size: u64,
-) -> Result<Vec<Hash256>, Error> {
-    let plan = merkle::inclusion_plan(index, size)?;
-    let hashes = store.nodes(plan.nodes())?;
-    Ok(plan.assemble(&hashes)?)
-}
-
 /// A monitor's state directory.
 #[derive(Debug, Clone)]
 pub struct MonitorDir {
@@ -86,52 +69,61 @@ impl MonitorDir {
         self.dir.join(format!("{}.json", origin_file(origin)))
     }
 
-    /// Follows the log in `store` from the state kept for its origin (a new monitor when
-    /// there is none: `pinned` is then the log's verifier key to trust, and a given `pinned`
-    /// must match the one kept), then checks each of `others` (checkpoint notes seen
-    /// elsewhere) against the verified tree, and saves the advanced state.
+    /// Follows the log `store` reads (a read-only backend, or a snapshot of one) from the
+    /// state kept for its origin (a new monitor when there is none: `pinned` is then the
+    /// log's verifier key to trust, and a given `pinned` must match the one kept), then checks
+    /// each of `others` (checkpoint notes seen elsewhere) against the verified tree, and saves
+    /// the advanced state.
     pub fn run(
         &self,
-        store: &dyn StoreRead,
+        store: &dyn BackendRead,
         pinned: Option<NoteVerifier>,
         others: &[String],
     ) -> Result<MonitorReport, Error> {
-        let origin = store.setting("origin")?.ok_or_else(|| {
-            Error::Store(
-                "the store has no origin setting: is it an initialised MemLineage store?".into(),
-            )
-        })?;
+        let origin = store
+            .setting("origin")?
+            .ok_or_else(|| StoreState::NotInitialised {
+                missing: "origin".into(),
+            })?;
         let _guard = lock(&self.dir)?;
         let path = self.path(&origin);
+        let damaged = |problem: String| StateDirError::Damaged {
+            path: path.display().to_string(),
+            problem,
+        };
         let monitor = match read_optional(&path)? {
             Some(text) => {
-                let state = MonitorState::from_json(&text)
-                    .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+                let state = MonitorState::from_json(&text).map_err(|e| damaged(e.to_string()))?;
                 if state.origin() != origin {
-                    return Err(Error::Invalid(format!(
-                        "{} follows `{}`, not `{origin}`",
-                        path.display(),
+                    return Err(damaged(format!(
+                        "follows `{}`, not `{origin}`",
                         state.origin()
-                    )));
+                    ))
+                    .into());
                 }
                 if let (Some(given), Some(kept)) = (&pinned, state.pinned())
                     && given != kept
                 {
-                    return Err(Error::Invalid(format!(
-                        "the monitor was set up to trust {kept}, not {given}; use another state directory to follow the log under another key"
-                    )));
+                    return Err(StateDirError::Mismatch {
+                        dir: self.dir.display().to_string(),
+                        problem: format!(
+                            "the monitor was set up to trust {kept}, not {given}; use another state directory to follow the log under another key"
+                        ),
+                    }
+                    .into());
                 }
-                Monitor::from_state(state)
-                    .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?
+                Monitor::from_state(state).map_err(damaged)?
             }
             None => {
                 if let Some(p) = &pinned
                     && p.name() != origin
                 {
-                    return Err(Error::Invalid(format!(
-                        "the verifier key is for `{}`, but the store's origin is `{origin}`",
-                        p.name()
-                    )));
+                    return Err(HistoryError::OtherLog {
+                        what: "verifier key",
+                        named: p.name().to_string(),
+                        origin,
+                    }
+                    .into());
                 }
                 Monitor::new(&origin, pinned)
             }
@@ -146,7 +138,7 @@ impl MonitorDir {
 
 /// One run: follow the store's latest checkpoint, then check `others`.
 fn follow(
-    store: &dyn StoreRead,
+    store: &dyn BackendRead,
     monitor: &Monitor,
     others: &[String],
 ) -> Result<(MonitorReport, Option<MonitorState>), Error> {
@@ -164,8 +156,7 @@ fn follow(
     let size = store.size()?;
     if size < held.size() {
         // The log holds fewer leaves than were verified: whatever its checkpoints say.
-        let seen_root =
-            merkle::root_from_nodes(&store.nodes(&merkle::root_nodes(size)).unwrap_or_default());
+        let seen_root = root_at_in(store, size).unwrap_or_default();
         report.findings.push(Finding::Rollback {
             held_size: held.size(),
             held_root: held.root(),
@@ -178,7 +169,9 @@ fn follow(
     if let Some(note) = latest.filter(|_| report.findings.is_empty()) {
         let cp_size = checkpoint_size(&note);
         let proof = match cp_size {
-            Some(s) if s >= held.size() && s <= size => consistency_proof(store, held.size(), s),
+            Some(s) if s >= held.size() && s <= size => {
+                unverified_consistency_proof(store, held.size(), s)
+            }
             _ => Ok(Vec::new()),
         };
         match proof {
@@ -205,7 +198,7 @@ fn follow(
                             }
                             let mut parent = |id: &memlineage_core::EntryId| -> Option<ParentLeaf> {
                                 let p = store.entry_by_id(id).ok()??;
-                                let proof = inclusion_proof(store, p.index, verified_size).ok()?;
+                                let proof = unverified_inclusion_proof(store, p.index, verified_size).ok()?;
                                 Some(ParentLeaf {
                                     index: p.index,
                                     leaf: p.leaf,
@@ -219,7 +212,7 @@ fn follow(
                     let outcome = follow.finish();
                     report.findings.extend(outcome.findings);
                     if let Some(state) = outcome.state {
-                        current = Monitor::from_state(state.clone()).map_err(Error::Invalid)?;
+                        current = Monitor::from_state(state.clone()).map_err(Error::internal)?;
                         report.to_size = state.size();
                         report.root = state.root();
                         report.advanced =
@@ -233,7 +226,9 @@ fn follow(
     for note in others {
         let verified = current.state().size();
         let proof = match checkpoint_size(note) {
-            Some(s) if s <= verified => consistency_proof(store, s, verified).unwrap_or_default(),
+            Some(s) if s <= verified => {
+                unverified_consistency_proof(store, s, verified).unwrap_or_default()
+            }
             _ => Vec::new(),
         };
         if let Err(f) = current.check_other(note, &proof) {

@@ -15,12 +15,14 @@
 //! request body and returns status, content type and body, so an HTTP service can mount it.
 
 use super::files::{io_err, lock, origin_file, private_dir, read_optional, write_atomic};
-use crate::error::Error;
+use crate::error::{Error, StateDirError};
 use crate::keyring::{Keyring, save_key};
+use memlineage_core::PrincipalName;
 use memlineage_core::checkpoint::{Checkpoint, CosignatureVerifier, NoteVerifier, parse_note};
 use memlineage_core::witness::{Cosigned, Cosigner, KnownLogs, Refusal, WitnessResponse};
 use std::path::{Path, PathBuf};
 
+/// The witness key's file name in its directory (`witness.key`).
 const KEY_NAME: &str = "witness";
 const CONFIG: &str = "witness.conf";
 
@@ -41,13 +43,14 @@ impl FileWitness {
     ) -> Result<FileWitness, Error> {
         let cosigner = Cosigner::new(name, key.clone())?;
         if dir.join(CONFIG).exists() {
-            return Err(Error::Invalid(format!(
-                "{} already holds a witness (refusing to overwrite it)",
-                dir.display()
-            )));
+            return Err(StateDirError::Exists {
+                what: "witness",
+                dir: dir.display().to_string(),
+            }
+            .into());
         }
         private_dir(dir)?;
-        save_key(dir, KEY_NAME, &key)?;
+        save_key(dir, &key_name()?, &key)?;
         write_atomic(&dir.join(CONFIG), format!("name {name}\n").as_bytes())?;
         Ok(FileWitness {
             dir: dir.to_path_buf(),
@@ -59,17 +62,18 @@ impl FileWitness {
     /// Opens the witness in `dir`.
     pub fn open(dir: &Path) -> Result<FileWitness, Error> {
         let path = dir.join(CONFIG);
-        let text = read_optional(&path)?.ok_or_else(|| {
-            Error::Invalid(format!(
-                "no witness in {} (create one with `memlineage witness init`)",
-                dir.display()
-            ))
+        let text = read_optional(&path)?.ok_or_else(|| StateDirError::Missing {
+            what: "witness",
+            dir: dir.display().to_string(),
+            hint: "create one with `memlineage witness init`",
         })?;
         let mut name = None;
         let mut logs = KnownLogs::new();
         for (i, line) in text.lines().enumerate() {
-            let bad =
-                |why: String| Error::Invalid(format!("{} line {}: {why}", path.display(), i + 1));
+            let bad = |why: String| StateDirError::Damaged {
+                path: path.display().to_string(),
+                problem: format!("line {}: {why}", i + 1),
+            };
             match line.split_once(' ') {
                 Some(("name", n)) => name = Some(n.to_string()),
                 Some(("log", v)) => {
@@ -79,15 +83,18 @@ impl FileWitness {
                 _ => {
                     return Err(bad(format!(
                         "expected `name NAME` or `log VKEY`, found {line:?}"
-                    )));
+                    ))
+                    .into());
                 }
             }
         }
-        let name =
-            name.ok_or_else(|| Error::Invalid(format!("{}: no `name` line", path.display())))?;
+        let name = name.ok_or_else(|| StateDirError::Damaged {
+            path: path.display().to_string(),
+            problem: "no `name` line".into(),
+        })?;
         let ring = Keyring::new();
         ring.load_dir(dir)?;
-        let key = ring.get(KEY_NAME)?;
+        let key = ring.get(&key_name()?)?;
         Ok(FileWitness {
             dir: dir.to_path_buf(),
             cosigner: Cosigner::new(&name, key)?,
@@ -130,15 +137,19 @@ impl FileWitness {
         let Some(note) = read_optional(&path)? else {
             return Ok(None);
         };
+        let damaged = |problem: String| StateDirError::Damaged {
+            path: path.display().to_string(),
+            problem,
+        };
         let cp = parse_note(&note)
             .and_then(|n| Checkpoint::parse_body(&n.body))
-            .map_err(|e| Error::Integrity(format!("{}: {e}", path.display())))?;
+            .map_err(|e| damaged(e.to_string()))?;
         if cp.origin != origin {
-            return Err(Error::Integrity(format!(
-                "{} holds a checkpoint of `{}`, not of `{origin}`",
-                path.display(),
+            return Err(damaged(format!(
+                "holds a checkpoint of `{}`, not of `{origin}`",
                 cp.origin
-            )));
+            ))
+            .into());
         }
         Ok(Some(Cosigned {
             size: cp.size,
@@ -222,6 +233,11 @@ impl FileWitness {
             other => other,
         })
     }
+}
+
+/// The principal-style name the witness key is kept under (`witness.key`).
+fn key_name() -> Result<PrincipalName, Error> {
+    PrincipalName::new(KEY_NAME).map_err(|e| Error::internal(format!("witness key name: {e}")))
 }
 
 /// Something that answers `add-checkpoint` requests: a local [`FileWitness`], or an HTTP
