@@ -135,12 +135,7 @@ fn policy(site: &Site, n: u64, k: u64) -> Policy {
 }
 
 /// Signs a checkpoint and asks witnesses `1..=n` of `policy`.
-fn witness_round(
-    site: &Site,
-    mem: &Memory,
-    policy: &Policy,
-    n: u64,
-) -> memlineage::WitnessRound {
+fn witness_round(site: &Site, mem: &Memory, policy: &Policy, n: u64) -> memlineage::WitnessRound {
     let note = mem.checkpoint().unwrap();
     let witnesses: Vec<FileWitness> = (1..=n).map(|i| site.witness(i)).collect();
     let names: Vec<String> = (1..=n).map(|i| format!("w{i}")).collect();

@@ -186,10 +186,7 @@ impl Memory {
             .iter()
             .any(|i| checkpoint.as_ref().is_none_or(|cp| *i >= cp.size));
         let may_sign = !self.backend.read_only() && self.required_witnesses().is_none();
-        if uncovered
-            && may_sign
-            && operator_of(&registry).is_ok_and(|op| self.keys.contains(&op))
-        {
+        if uncovered && may_sign && operator_of(&registry).is_ok_and(|op| self.keys.contains(&op)) {
             // The checkpoint being replaced must still match the log, as before a refresh.
             if let Some(cp) = &checkpoint {
                 check_checkpoint_size(cp, snap.size()?)?;
@@ -290,14 +287,12 @@ impl Memory {
                     }
                 }
                 _ => {
-                    drop(
-                        if self.required_witnesses().is_some() {
-                            "not yet covered by a checkpoint its reader's witnesses cosigned (run `memlineage checkpoint --witness`)".into()
-                        } else {
-                            "not yet covered by a signed checkpoint (run `memlineage checkpoint`)"
-                                .into()
-                        },
-                    );
+                    drop(if self.required_witnesses().is_some() {
+                        "not yet covered by a checkpoint its reader's witnesses cosigned (run `memlineage checkpoint --witness`)".into()
+                    } else {
+                        "not yet covered by a signed checkpoint (run `memlineage checkpoint`)"
+                            .into()
+                    });
                     continue;
                 }
             }

@@ -61,7 +61,11 @@ impl Memory {
         let from = witnessed_size.unwrap_or(0).max(held_size.unwrap_or(0));
         let snap = self.backend.snapshot()?;
         let mut records = Vec::new();
-        for kind in [EntryKind::Registry, EntryKind::Distrust, EntryKind::Tombstone] {
+        for kind in [
+            EntryKind::Registry,
+            EntryKind::Distrust,
+            EntryKind::Tombstone,
+        ] {
             records.extend(snap.control_records(kind, from)?);
         }
         records.sort_by_key(|r| r.index);
@@ -78,17 +82,18 @@ impl Memory {
                 .at(index)
                 .into()
             };
-            let entry = SignedEntry::from_leaf(&rec.leaf).map_err(|e| broken("does not decode", &e))?;
+            let entry =
+                SignedEntry::from_leaf(&rec.leaf).map_err(|e| broken("does not decode", &e))?;
             let kind = entry.body().kind;
             let content = |e: &dyn std::fmt::Display| broken("has content that does not parse", e);
             let what = match kind {
-                EntryKind::Registry => match RegistryChange::from_content(&rec.content)
-                    .map_err(|e| content(&e))?
-                {
-                    RegistryChange::Revoke { name, .. } => format!("revocation of `{name}`"),
-                    RegistryChange::Rotate { name, .. } => format!("key rotation of `{name}`"),
-                    RegistryChange::Add { .. } => continue,
-                },
+                EntryKind::Registry => {
+                    match RegistryChange::from_content(&rec.content).map_err(|e| content(&e))? {
+                        RegistryChange::Revoke { name, .. } => format!("revocation of `{name}`"),
+                        RegistryChange::Rotate { name, .. } => format!("key rotation of `{name}`"),
+                        RegistryChange::Add { .. } => continue,
+                    }
+                }
                 EntryKind::Distrust => match Distrust::from_content(&rec.content)
                     .map_err(|e| content(&e))?
                     .target

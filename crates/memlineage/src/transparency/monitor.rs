@@ -95,11 +95,9 @@ impl MonitorDir {
             Some(text) => {
                 let state = MonitorState::from_json(&text).map_err(|e| damaged(e.to_string()))?;
                 if state.origin() != origin {
-                    return Err(damaged(format!(
-                        "follows `{}`, not `{origin}`",
-                        state.origin()
-                    ))
-                    .into());
+                    return Err(
+                        damaged(format!("follows `{}`, not `{origin}`", state.origin())).into(),
+                    );
                 }
                 if let (Some(given), Some(kept)) = (&pinned, state.pinned())
                     && given != kept
@@ -198,7 +196,9 @@ fn follow(
                             }
                             let mut parent = |id: &memlineage_core::EntryId| -> Option<ParentLeaf> {
                                 let p = store.entry_by_id(id).ok()??;
-                                let proof = unverified_inclusion_proof(store, p.index, verified_size).ok()?;
+                                let proof =
+                                    unverified_inclusion_proof(store, p.index, verified_size)
+                                        .ok()?;
                                 Some(ParentLeaf {
                                     index: p.index,
                                     leaf: p.leaf,

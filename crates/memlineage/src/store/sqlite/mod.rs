@@ -148,7 +148,9 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             writer: Mutex::new(conn),
-            readers: path.as_ref().map(|p| Pool::new(p.clone(), READ_WRITE_FLAGS)),
+            readers: path
+                .as_ref()
+                .map(|p| Pool::new(p.clone(), READ_WRITE_FLAGS)),
             path,
             commits: AtomicU64::new(0),
             read_only: false,
