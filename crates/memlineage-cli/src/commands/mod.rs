@@ -11,6 +11,8 @@ pub mod eval;
 pub mod gate;
 pub mod history;
 pub mod init;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod monitor;
 pub mod principal;
 pub mod proof;
