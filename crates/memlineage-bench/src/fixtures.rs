@@ -187,7 +187,11 @@ impl Workload {
             }
         } else if roll < 5 || pool_len < 2 {
             Shape::Root {
-                writer: if roll % 2 == 0 { "web" } else { "email" },
+                writer: if roll.is_multiple_of(2) {
+                    "web"
+                } else {
+                    "email"
+                },
                 kind: EntryKind::ToolOutput,
             }
         } else {

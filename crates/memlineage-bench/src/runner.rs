@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Row names, in the order [`run`] returns them. Stable: documented in `docs/performance.md`.
-pub const ROW_NAMES: [&str; 22] = [
+pub const ROW_NAMES: [&str; 23] = [
     "raw_sign",
     "raw_verify",
     "raw_sha256_node",
@@ -46,6 +46,7 @@ pub const ROW_NAMES: [&str; 22] = [
     "gate_decision_prepared",
     "retrieve_verify_render_8",
     "recall_verify_render_8",
+    "retrieve_held_checkpoint_8",
     "inclusion_proof_gen",
     "consistency_proof_gen",
     "verify_store",
@@ -388,7 +389,11 @@ const STEPS: [(&[&str], Step); 17] = [
         step_gate,
     ),
     (
-        &["retrieve_verify_render_8", "recall_verify_render_8"],
+        &[
+            "retrieve_verify_render_8",
+            "recall_verify_render_8",
+            "retrieve_held_checkpoint_8",
+        ],
         retrieval_rows,
     ),
     (&["inclusion_proof_gen"], step_inclusion),
@@ -901,9 +906,47 @@ fn retrieval_rows(
         )),
     );
     }
-    if !rows.wants("recall_verify_render_8") {
-        return Ok(());
+    if rows.wants("recall_verify_render_8") {
+        recall_row(opts, rows, &mem, &returned, progress)?;
     }
+    if rows.wants("retrieve_held_checkpoint_8") {
+        progress("retrieve_held_checkpoint_8");
+        // A reader holding the store's checkpoint (issue 12): every search first proves that
+        // the store extends it (`memory/reader.rs`).
+        let note = mem
+            .latest_checkpoint_note()?
+            .ok_or_else(|| BenchError::Invalid("the generated store has no checkpoint".into()))?;
+        let reader = open_cached(&opts.cache(), n, opts.seed, progress)?.with_reader(
+            memlineage::transparency::ReaderTrust {
+                checkpoint: Some(memlineage::transparency::TrustedCheckpoint::Note(note)),
+                witnesses: None,
+            },
+        )?;
+        let mut qi = 0usize;
+        let s = measure(&opts.row_budget, || {
+            qi = (qi + 1) % queries.len();
+            black_box(reader.search(&queries[qi], &scope, 8).is_ok());
+        });
+        rows.push(
+            spec("retrieve_held_checkpoint_8"),
+            s,
+            None,
+            Some(n),
+            Some("retrieve_verify_render_8 by a reader holding a checkpoint: plus the consistency proofs from it to the store's tree and to the anchor".into()),
+        );
+    }
+    Ok(())
+}
+
+/// `recall_verify_render_8`: the entries the searches returned, recalled by id.
+fn recall_row(
+    opts: &BenchOptions,
+    rows: &mut Rows,
+    mem: &Memory,
+    returned: &[memlineage::memory::Retrieval],
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
+    let n = opts.retrieve_store_entries;
     progress("recall_verify_render_8");
     let id_sets: Vec<Vec<EntryId>> = returned
         .iter()

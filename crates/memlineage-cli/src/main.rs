@@ -34,6 +34,9 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
 
+    #[command(flatten)]
+    reader: commands::trust::ReaderArgs,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -53,14 +56,23 @@ enum Command {
     Log(commands::read::LogArgs),
     /// Print an inclusion proof (`prove ID`) or a consistency proof (`prove --consistency OLD NEW`).
     Prove(commands::proof::ProveArgs),
-    /// Sign a checkpoint of the current tree with the operator's key and print the note.
-    Checkpoint,
+    /// Sign a checkpoint of the current tree and print the note; print the log's verifier key
+    /// (`--vkey`); get it cosigned by witnesses (`--witness`).
+    Checkpoint(commands::checkpoint::CheckpointArgs),
     /// Forget an entry with a signed tombstone (and optionally erase its content).
     Forget(commands::control::ForgetArgs),
     /// Retroactively distrust an entry or a principal: descendants' effective labels rise.
     Distrust(commands::control::DistrustArgs),
-    /// Audit the whole store: signatures, registry, labels, leaves, tree and checkpoint.
+    /// Audit the whole store: signatures, registry, labels, leaves, tree and checkpoint (and,
+    /// with --trusted-checkpoint, that the store extends it).
     Verify,
+    /// A witness with its own key and state: cosigns a log's checkpoints only when they are
+    /// consistent with the last one it cosigned (C2SP tlog-witness).
+    #[command(subcommand)]
+    Witness(commands::witness::WitnessCommand),
+    /// Follow the log from its checkpoints and proofs (read-only, no keys): report rollbacks,
+    /// forks and entries that do not check.
+    Monitor(commands::monitor::MonitorArgs),
     /// Full-text search, verified before anything is returned, rendered for a prompt.
     Search(commands::query::SearchArgs),
     /// Show an entry's lineage (ancestors or descendants) and why it has its label.
@@ -132,7 +144,7 @@ fn main() -> ExitCode {
     if !is_serve(&cli.command) {
         init_tracing();
     }
-    let paths = match StorePaths::resolve(cli.store, cli.keys.as_deref()) {
+    let mut paths = match StorePaths::resolve(cli.store, cli.keys.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             return ExitCode::from(output::emit_error(
@@ -140,6 +152,10 @@ fn main() -> ExitCode {
                 cli.json,
             ));
         }
+    };
+    paths.trust = match cli.reader.load() {
+        Ok(t) => t,
+        Err(e) => return ExitCode::from(output::emit_error(&e, cli.json)),
     };
     let ctx = Ctx {
         paths,
@@ -161,10 +177,12 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Get(a) => commands::read::get(a, ctx),
         Command::Log(a) => commands::read::log(a, ctx),
         Command::Prove(a) => commands::proof::prove(a, ctx),
-        Command::Checkpoint => commands::proof::checkpoint(ctx),
+        Command::Checkpoint(a) => commands::checkpoint::run(a, ctx),
         Command::Forget(a) => commands::control::forget(a, ctx),
         Command::Distrust(a) => commands::control::distrust(a, ctx),
         Command::Verify => commands::verify::run(ctx),
+        Command::Witness(c) => commands::witness::run(c, ctx),
+        Command::Monitor(a) => commands::monitor::run(a, ctx),
         Command::Search(a) => commands::query::search(a, ctx),
         Command::Lineage(a) => commands::query::lineage(a, ctx),
         Command::Gate(a) => commands::gate::gate(a, ctx),

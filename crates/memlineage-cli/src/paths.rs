@@ -32,6 +32,9 @@ pub struct StorePaths {
     pub keys: PathBuf,
     /// Where the location came from, for messages.
     pub origin: &'static str,
+    /// What the reader requires of the store's history (`--trusted-checkpoint`,
+    /// `--client-state`, `--require-witnesses`), applied whenever the store is opened.
+    pub trust: memlineage::transparency::ReaderTrust,
 }
 
 impl StorePaths {
@@ -60,6 +63,7 @@ impl StorePaths {
             location,
             keys,
             origin,
+            trust: memlineage::transparency::ReaderTrust::default(),
         })
     }
 
@@ -67,6 +71,15 @@ impl StorePaths {
     pub fn dir(&self) -> Option<PathBuf> {
         let db = self.db.as_ref()?;
         Some(match db.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        })
+    }
+
+    /// The directory of the log's own files beside its keys (the witness policy,
+    /// `witnesses.policy`): the SQLite store file's directory, else the key directory's parent.
+    pub fn config_dir(&self) -> PathBuf {
+        self.dir().unwrap_or_else(|| match self.keys.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         })

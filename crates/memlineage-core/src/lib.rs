@@ -23,12 +23,14 @@ pub mod keys;
 pub mod label;
 pub mod lineage;
 pub mod merkle;
+pub mod monitor;
 pub mod names;
 pub mod principal;
 pub mod records;
 pub mod render;
 pub mod rule;
 pub mod trust;
+pub mod witness;
 
 pub use error::Error;
 pub use hash::{EntryId, Hash256};

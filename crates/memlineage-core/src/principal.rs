@@ -213,6 +213,26 @@ impl Registry {
         Ok((principal, &rec.key))
     }
 
+    /// Verifies the signature of the registry record `entry` logged at `index`, which makes
+    /// `change`: the genesis record (before any operator) by the key it registers, every later
+    /// record by its signer's key valid at `index` (`docs/formats.md`, "Control records"). Call
+    /// it before [`Registry::apply`]; the write path, `verify` and the monitor share it.
+    pub fn verify_record_signature(
+        &self,
+        index: u64,
+        entry: &SignedEntry,
+        change: &RegistryChange,
+    ) -> Result<(), crate::Error> {
+        let key = match (&self.operator, change) {
+            (None, RegistryChange::Add { key, .. }) => key,
+            _ => {
+                let body = entry.body();
+                self.signer_at(&body.writer, &body.key_id, index)?.1
+            }
+        };
+        Ok(entry.verify_signature(key)?)
+    }
+
     /// Applies the registry record `entry` (already signature-checked) logged at `index`.
     ///
     /// The genesis record must be at index 0 and self-signed; every later change must be signed

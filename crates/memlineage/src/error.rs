@@ -23,6 +23,7 @@
 
 use memlineage_core::entry::EntryKind;
 use memlineage_core::label::TrustLabel;
+use memlineage_core::monitor::Finding;
 use memlineage_core::{EntryId, Hash256, PrincipalName};
 use std::fmt;
 
@@ -85,6 +86,13 @@ pub enum Error {
         /// The label the transaction requires.
         required: TrustLabel,
     },
+    /// The store's history contradicts what a reader trusts (a rollback or a fork): nothing
+    /// is read from it.
+    #[error(transparent)]
+    History(#[from] HistoryError),
+    /// A state directory of a witness, client or monitor cannot be used.
+    #[error(transparent)]
+    StateDir(#[from] StateDirError),
     /// No secret key is loaded for this principal.
     #[error(
         "no secret key for principal `{0}` (keys live in the store's key directory; is this the right store?)"
@@ -193,6 +201,8 @@ impl Error {
             Error::IdPrefix(IdPrefixError::NoMatch { .. }) => ErrorKind::NotFound,
             Error::IdPrefix(_) => ErrorKind::InvalidInput,
             Error::State(s) => s.kind(),
+            Error::History(h) => h.kind(),
+            Error::StateDir(d) => d.kind(),
             Error::StaleLabel { .. } => ErrorKind::Conflict,
             Error::Storage(s) if s.retryable => ErrorKind::Unavailable,
             Error::Storage(_) => ErrorKind::Storage,
@@ -271,6 +281,10 @@ pub enum InputError {
         "more than {0} ancestors to read to recompute its effective label from the distrust records; run `memlineage verify` to audit the effective labels"
     )]
     TooManyAncestors(usize),
+    /// Witness cosignature lines that add no valid cosignature to any recent stored
+    /// checkpoint (`memlineage checkpoint --attach`).
+    #[error("{0}")]
+    Cosignatures(String),
     /// A store location that does not parse.
     #[error("invalid store location `{input}`: {problem}")]
     Location {
@@ -491,6 +505,12 @@ pub enum StoreState {
     /// `init` on a store that already holds a log.
     #[error("the store is already initialised (refusing to overwrite it)")]
     AlreadyInitialised,
+    /// A write through a backend opened read-only ([`OpenMode::ReadOnly`](crate::OpenMode)).
+    #[error("the store at {location} was opened read-only: nothing can be written through it")]
+    ReadOnly {
+        /// The location.
+        location: String,
+    },
     /// The store was made by another version of this library.
     #[error(
         "store schema version {found} is not supported by this build (it reads version {supported})"
@@ -509,6 +529,196 @@ impl StoreState {
             StoreState::Missing { .. } | StoreState::NotInitialised { .. } => ErrorKind::NotFound,
             StoreState::Exists { .. } | StoreState::AlreadyInitialised => ErrorKind::Conflict,
             StoreState::UnsupportedSchema { .. } => ErrorKind::Storage,
+            StoreState::ReadOnly { .. } => ErrorKind::Refused,
+        }
+    }
+}
+
+/// The store's history contradicts what a reader trusts (issue 12,
+/// `docs/merkle-and-checkpoints.md`, "Client-held checkpoints"): the store rolled back or
+/// forked from a checkpoint the reader holds, or the checkpoint it was given does not belong
+/// to this log. Nothing is read from such a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// The store holds fewer entries than the held checkpoint covers: entries were removed
+    /// (an older copy of the store was put back).
+    Rollback {
+        /// The size of the held checkpoint.
+        held_size: u64,
+        /// Its root.
+        held_root: Hash256,
+        /// The size the store shows.
+        seen_size: u64,
+        /// The root of the store's tree of that size.
+        seen_root: Hash256,
+    },
+    /// The store's tree, or one of its signed checkpoints, is not consistent with the held
+    /// checkpoint: two histories of one log.
+    Fork {
+        /// The size of the held checkpoint.
+        held_size: u64,
+        /// Its root.
+        held_root: Hash256,
+        /// The size of the store's tree or checkpoint that contradicts it.
+        seen_size: u64,
+        /// Its root.
+        seen_root: Hash256,
+        /// Why they cannot both be true.
+        detail: String,
+    },
+    /// The trusted checkpoint is not signed by any key this store's operator has held.
+    Unsigned {
+        /// The size of the trusted checkpoint.
+        held_size: u64,
+        /// Its root.
+        held_root: Hash256,
+        /// Why its signature does not open.
+        detail: String,
+    },
+    /// A trusted checkpoint or verifier key names another log than the store's.
+    OtherLog {
+        /// What names it (`trusted checkpoint`, `verifier key`).
+        what: &'static str,
+        /// The log it names.
+        named: String,
+        /// The store's origin.
+        origin: String,
+    },
+}
+
+impl HistoryError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            HistoryError::Rollback { .. }
+            | HistoryError::Fork { .. }
+            | HistoryError::Unsigned { .. } => ErrorKind::Integrity,
+            HistoryError::OtherLog { .. } => ErrorKind::InvalidInput,
+        }
+    }
+
+    /// The same contradiction as a monitor reports it ([`Finding::Rollback`],
+    /// [`Finding::Fork`], [`Finding::BadCheckpoint`]), to compare with a monitor's or a
+    /// witness's view.
+    pub fn finding(&self) -> Finding {
+        match self.clone() {
+            HistoryError::Rollback {
+                held_size,
+                held_root,
+                seen_size,
+                seen_root,
+            } => Finding::Rollback {
+                held_size,
+                held_root,
+                seen_size,
+                seen_root,
+            },
+            HistoryError::Fork {
+                held_size,
+                held_root,
+                seen_size,
+                seen_root,
+                detail,
+            } => Finding::Fork {
+                held_size,
+                held_root,
+                seen_size,
+                seen_root,
+                detail,
+            },
+            HistoryError::Unsigned {
+                held_size, detail, ..
+            } => Finding::BadCheckpoint {
+                size: Some(held_size),
+                reason: detail,
+            },
+            HistoryError::OtherLog { .. } => Finding::BadCheckpoint {
+                size: None,
+                reason: self.to_string(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for HistoryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HistoryError::Rollback { .. } | HistoryError::Fork { .. } => write!(
+                f,
+                "refusing the store: {} (the reader holds a checkpoint this store contradicts; compare with a witness or `memlineage monitor` before trusting it)",
+                self.finding()
+            ),
+            HistoryError::Unsigned {
+                held_size,
+                held_root,
+                detail,
+            } => write!(
+                f,
+                "the trusted checkpoint (size {held_size}, root {held_root}) is not signed by any key this store's operator has held — the store is another log, or its registry was rewritten: {detail}"
+            ),
+            HistoryError::OtherLog {
+                what,
+                named,
+                origin,
+            } => write!(
+                f,
+                "the {what} is for the log `{named}`, but this store is `{origin}`"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HistoryError {}
+
+/// A state directory of a witness, a client or a monitor (`memlineage::transparency`) that
+/// cannot be used as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateDirError {
+    /// The directory holds no such state yet.
+    #[error("no {what} in {dir} ({hint})")]
+    Missing {
+        /// What was looked for (`witness`).
+        what: &'static str,
+        /// The directory.
+        dir: String,
+        /// How to make one.
+        hint: &'static str,
+    },
+    /// The directory already holds one.
+    #[error("{dir} already holds a {what} (refusing to overwrite it)")]
+    Exists {
+        /// What it holds (`witness`).
+        what: &'static str,
+        /// The directory.
+        dir: String,
+    },
+    /// A file of the directory does not parse, or names another log than its name says:
+    /// corruption or tampering.
+    #[error("{path}: {problem}")]
+    Damaged {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The directory was set up for something else than the caller asks (another key).
+    #[error("{dir}: {problem}")]
+    Mismatch {
+        /// The directory.
+        dir: String,
+        /// What differs, and what to do.
+        problem: String,
+    },
+}
+
+impl StateDirError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            StateDirError::Missing { .. } => ErrorKind::NotFound,
+            StateDirError::Exists { .. } => ErrorKind::Conflict,
+            StateDirError::Damaged { .. } => ErrorKind::Integrity,
+            StateDirError::Mismatch { .. } => ErrorKind::InvalidInput,
         }
     }
 }
@@ -623,6 +833,49 @@ mod tests {
                 ErrorKind::Storage,
             ),
             (Error::Unavailable("no".into()), ErrorKind::Unavailable),
+            (
+                StoreState::ReadOnly {
+                    location: "sqlite:x".into(),
+                }
+                .into(),
+                ErrorKind::Refused,
+            ),
+            (
+                HistoryError::Rollback {
+                    held_size: 2,
+                    held_root: Hash256::default(),
+                    seen_size: 1,
+                    seen_root: Hash256::default(),
+                }
+                .into(),
+                ErrorKind::Integrity,
+            ),
+            (
+                HistoryError::OtherLog {
+                    what: "trusted checkpoint",
+                    named: "a".into(),
+                    origin: "b".into(),
+                }
+                .into(),
+                ErrorKind::InvalidInput,
+            ),
+            (
+                StateDirError::Missing {
+                    what: "witness",
+                    dir: "w".into(),
+                    hint: "h",
+                }
+                .into(),
+                ErrorKind::NotFound,
+            ),
+            (
+                StateDirError::Damaged {
+                    path: "w/x".into(),
+                    problem: "p".into(),
+                }
+                .into(),
+                ErrorKind::Integrity,
+            ),
             (
                 Error::Io {
                     path: "x".into(),

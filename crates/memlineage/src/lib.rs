@@ -18,6 +18,7 @@ pub mod error;
 pub mod keyring;
 pub mod memory;
 pub mod store;
+pub mod transparency;
 #[cfg(feature = "unchecked-store-access")]
 pub mod unchecked;
 
@@ -26,6 +27,7 @@ pub use error::{Error, ErrorKind};
 pub use keyring::Keyring;
 pub use memlineage_core::entry::Scope;
 pub use memlineage_core::{AttributionName, PrincipalName};
+pub use memory::{AtRisk, RollbackWindow, VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use memory::{
     AuditReport, Direction, EntryView, GateOutcome, GateRequest, IdPrefix, IntoBackend, Memory,
     Settings, UnrecordedGate, WriteRequest, Written,

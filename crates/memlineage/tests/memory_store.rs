@@ -59,6 +59,9 @@ impl Backend for Tampered {
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
         self.inner.save_checkpoint(note)
     }
+    fn read_only(&self) -> bool {
+        false
+    }
 }
 
 #[test]

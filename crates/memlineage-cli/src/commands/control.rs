@@ -54,6 +54,7 @@ pub fn forget(a: ForgetArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let w = mem
         .forget(&writer, &target, a.erase, &a.reason)
         .map_err(|e| refused(e, &ctx.paths))?;
+    let (risk, risk_text) = super::history::at_risk_note(w.index);
     let json = json!({
         "id": w.id.to_hex(),
         "index": w.index,
@@ -61,9 +62,10 @@ pub fn forget(a: ForgetArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         "erased": a.erase,
         "reason": a.reason,
         "writer": writer,
+        "rollback_risk": risk,
     });
     let text = format!(
-        "Forgot {target} with tombstone {} (index {}){}",
+        "Forgot {target} with tombstone {} (index {}){}.\n{risk_text}",
         w.id,
         w.index,
         if a.erase {
@@ -108,6 +110,8 @@ pub fn distrust(a: DistrustArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         "reason": a.reason,
         "writer": writer,
     });
+    let (risk, risk_text) = super::history::at_risk_note(w.index);
+    json["rollback_risk"] = risk;
     let what = match &target {
         DistrustTarget::Entry(id) => {
             let label = mem.get(id)?.effective_label;
@@ -117,7 +121,7 @@ pub fn distrust(a: DistrustArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         DistrustTarget::Principal(p) => format!("every entry written by `{p}`"),
     };
     let text = format!(
-        "Distrusted {what} with record {} (index {}).\nDescendants through strong edges have their effective labels raised; see `memlineage log`.",
+        "Distrusted {what} with record {} (index {}).\nDescendants through strong edges have their effective labels raised; see `memlineage log`.\n{risk_text}",
         w.id, w.index
     );
     Ok(Outcome::ok(json, text))

@@ -3,14 +3,17 @@
 
 pub mod attribute;
 pub mod bench;
+pub mod checkpoint;
 pub mod control;
 pub mod debug;
 pub mod demo;
 pub mod eval;
 pub mod gate;
+pub mod history;
 pub mod init;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod monitor;
 pub mod principal;
 pub mod proof;
 pub mod query;
@@ -19,7 +22,9 @@ pub mod read;
 pub mod serve;
 #[cfg(feature = "server")]
 pub mod service_bench;
+pub mod trust;
 pub mod verify;
+pub mod witness;
 pub mod write;
 
 use crate::output::CliError;
@@ -38,7 +43,7 @@ pub type Mem = Memory;
 pub fn open(paths: &StorePaths) -> Result<Mem, CliError> {
     let mem = Memory::open_at(&paths.location).map_err(|e| cannot_open(paths, e, true))?;
     mem.keys().load_dir(&paths.keys)?;
-    Ok(mem)
+    Ok(mem.with_reader(paths.trust.clone())?)
 }
 
 /// Opens an existing store for `verify`, without trusting its registry first.
@@ -47,7 +52,7 @@ pub fn open_for_audit(paths: &StorePaths) -> Result<Mem, CliError> {
 }
 
 /// Why a store cannot be opened, in the CLI's words.
-fn cannot_open(paths: &StorePaths, e: memlineage::Error, audit_hint: bool) -> CliError {
+pub fn cannot_open(paths: &StorePaths, e: memlineage::Error, audit_hint: bool) -> CliError {
     match e {
         memlineage::Error::State(memlineage::error::StoreState::Missing { .. }) => {
             CliError::failed(format!(

@@ -244,35 +244,48 @@ fn rotate(mem: &Mem, a: RotateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let _ = fs::remove_file(&pending);
     let _ = fs::remove_dir(&pending_dir);
     let key_id = keys::key_id(&key.verifying_key()).to_hex();
-    let json = json!({
+    let (risk, risk_text) = super::history::at_risk_note(written.index);
+    let mut json = json!({
         "name": a.name,
         "old_key_id": old,
         "key_id": key_id,
         "key_file": file.display().to_string(),
         "id": written.id.to_hex(),
         "index": written.index,
+        "rollback_risk": risk,
     });
-    let text = format!(
-        "Rotated `{}` to key {} at log index {} (the old key is refused from now on)\nSecret key: {}",
+    let mut text = format!(
+        "Rotated `{}` to key {} at log index {} (the old key is refused from now on)\nSecret key: {}\n{risk_text}",
         a.name,
         &key_id[..16],
         written.index,
         file.display()
     );
+    if mem.operator()? == a.name {
+        // The operator signs checkpoints: its new verifier key is what witnesses, monitors
+        // and clients must now trust (the rotation record in the log publishes it).
+        let vkey = mem.verifier_key()?.to_vkey();
+        text.push_str(&format!(
+            "\nThe log's new verifier key (give it to witnesses: `memlineage witness add-log`):\n{vkey}"
+        ));
+        json["vkey"] = json!(vkey);
+    }
     Ok(Outcome::ok(json, text))
 }
 
 fn revoke(mem: &Mem, a: RevokeArgs) -> Result<Outcome, CliError> {
     live(mem, &a.name)?;
     let written = mem.revoke_principal(&a.name, &a.reason)?;
+    let (risk, risk_text) = super::history::at_risk_note(written.index);
     let json = json!({
         "name": a.name,
         "reason": a.reason,
         "id": written.id.to_hex(),
         "index": written.index,
+        "rollback_risk": risk,
     });
     let text = format!(
-        "Revoked `{}` at log index {}: every entry it signs from now on is refused.\nEntries it wrote before stay valid; to taint them too, run `memlineage distrust --principal {}`.",
+        "Revoked `{}` at log index {}: every entry it signs from now on is refused.\nEntries it wrote before stay valid; to taint them too, run `memlineage distrust --principal {}`.\n{risk_text}",
         a.name, written.index, a.name
     );
     Ok(Outcome::ok(json, text))

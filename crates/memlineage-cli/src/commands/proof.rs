@@ -1,10 +1,9 @@
-//! `memlineage prove` (inclusion and consistency) and `memlineage checkpoint`.
+//! `memlineage prove`: inclusion and consistency proofs.
 
 use super::{IdArg, open, parse_id, resolve_id};
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::{ArgGroup, Args};
-use memlineage_core::checkpoint::{Checkpoint, parse_note};
 use serde_json::json;
 use std::fmt::Write;
 
@@ -85,20 +84,4 @@ pub fn prove(a: ProveArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         let _ = writeln!(text, "  {}", h.0);
     }
     Ok(Outcome::ok(json, text))
-}
-
-/// Runs `checkpoint`.
-pub fn checkpoint(ctx: &Ctx) -> Result<Outcome, CliError> {
-    let mem = open(&ctx.paths)?;
-    let note = mem.checkpoint()?;
-    let cp = parse_note(&note)
-        .and_then(|n| Checkpoint::parse_body(&n.body))
-        .map_err(|e| CliError::failed(format!("the signed checkpoint does not parse: {e}")))?;
-    let json = json!({
-        "origin": cp.origin,
-        "size": cp.size,
-        "root": cp.root.to_hex(),
-        "note": note,
-    });
-    Ok(Outcome::ok(json, note))
 }

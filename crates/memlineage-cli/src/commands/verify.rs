@@ -29,7 +29,10 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let report = report?;
     let mut json = serde_json::to_value(&report)
         .map_err(|e| CliError::failed(format!("encoding the report: {e}")))?;
-    json["ok"] = serde_json::json!(report.ok());
+    let history = super::history::audit(mem, ctx)?;
+    let ok = report.ok() && history.ok;
+    json["ok"] = serde_json::json!(ok);
+    json["history"] = history.json;
     json["store"] = serde_json::json!(ctx.paths.shown());
     let mut text = String::new();
     let _ = writeln!(text, "store       {}", ctx.paths.shown());
@@ -45,9 +48,17 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             |s| { format!("size {s}, matches the log") }
         )
     );
-    if report.ok() {
+    text.push_str(&history.text);
+    if ok {
         text.push_str("OK: every signature, signer, label, leaf and tree node checks out\n");
         return Ok(Outcome::ok(json, text));
+    }
+    if report.ok() {
+        let failure = format!(
+            "verification failed: {} contradicts the trusted checkpoint",
+            ctx.paths.shown()
+        );
+        return Ok(Outcome::failed(json, text, failure));
     }
     let _ = writeln!(text, "PROBLEMS ({}):", report.problem_count);
     for p in &report.problems {

@@ -89,6 +89,13 @@ impl Store {
         let mut c = Command::new(bin());
         c.arg("--store").arg(self.db()).args(args);
         c.env_remove("MEMLINEAGE_STORE").env_remove("RUST_LOG");
+        for var in [
+            "MEMLINEAGE_CLIENT_STATE",
+            "MEMLINEAGE_WITNESS_DIR",
+            "MEMLINEAGE_MONITOR_STATE",
+        ] {
+            c.env_remove(var);
+        }
         c.current_dir(self.dir.path());
         c
     }

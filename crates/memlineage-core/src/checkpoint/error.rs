@@ -26,11 +26,16 @@ pub enum CheckpointError {
         reason: String,
     },
 
-    /// A verifier key of a signature type other than Ed25519 (`0x01`).
-    #[error("verifier key has signature type 0x{type_byte:02x}; only Ed25519 (0x01) is supported")]
+    /// A verifier key of another signature type than the one expected: `0x01` (Ed25519 note
+    /// signatures) for a log, `0x04` (timestamped Ed25519 cosignatures) for a witness.
+    #[error(
+        "verifier key has signature type 0x{type_byte:02x}, expected 0x{expected:02x} (0x01: a log's Ed25519 key; 0x04: a witness's Ed25519 cosignature/v1 key, C2SP tlog-cosignature)"
+    )]
     UnsupportedKeyType {
         /// The type byte found.
         type_byte: u8,
+        /// The type byte expected.
+        expected: u8,
     },
 
     /// The 32 bytes are not an acceptable Ed25519 public key.
@@ -159,6 +164,13 @@ pub enum CheckpointError {
         found: String,
         /// What is wrong with it.
         reason: String,
+    },
+
+    /// A cosignature timestamp beyond `2^63 - 1` (C2SP tlog-cosignature §Format).
+    #[error("cosignature timestamp {timestamp} exceeds 2^63 - 1 (C2SP tlog-cosignature)")]
+    TimestampTooLarge {
+        /// The timestamp given.
+        timestamp: u64,
     },
 }
 

@@ -11,14 +11,20 @@
 //! `docs/merkle-and-checkpoints.md` shows a checkpoint byte by byte.
 
 mod body;
+mod cosignature;
 mod error;
 mod note;
+mod vkey;
 
 pub use body::Checkpoint;
+pub use cosignature::{
+    COSIGNATURE_HEADER, COSIGNATURE_TYPE, CosignatureVerifier, MAX_TIMESTAMP, cosign,
+    cosignature_message,
+};
 pub use error::CheckpointError;
 pub use note::{
     ED25519_TYPE, MAX_SIGNATURES, NoteSignature, NoteVerifier, SIGNATURE_PREFIX, SignedNote,
-    key_id, open_note, parse_note, sign_note, validate_key_name,
+    append_signatures, key_id, open_note, parse_note, sign_note, validate_key_name,
 };
 
 use ed25519_dalek::SigningKey;

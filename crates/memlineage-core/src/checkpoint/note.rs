@@ -9,10 +9,10 @@
 //! that transparency-log tooling uses.
 
 use super::error::{CheckpointError, truncate};
+use super::vkey::{checked_key, format_vkey, parse_vkey, typed_key_id};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
-use sha2::{Digest, Sha256};
 use std::fmt;
 use std::str::FromStr;
 
@@ -32,12 +32,7 @@ pub const MAX_SIGNATURES: usize = 100;
 /// The ID only tells keys apart; it is not a security boundary (a colliding key still fails to
 /// verify), so four bytes suffice.
 pub fn key_id(name: &str, key: &VerifyingKey) -> [u8; 4] {
-    let mut h = Sha256::new();
-    h.update(name.as_bytes());
-    h.update([b'\n', ED25519_TYPE]);
-    h.update(key.as_bytes());
-    let d = h.finalize();
-    [d[0], d[1], d[2], d[3]]
+    typed_key_id(name, ED25519_TYPE, key)
 }
 
 /// Checks a key name: non-empty, no Unicode whitespace, no `+` (C2SP signed-note §Format).
@@ -91,12 +86,7 @@ impl NoteVerifier {
     /// Rejects invalid names and weak (small-order) keys, for which `verify_strict` would
     /// reject every signature anyway.
     pub fn new(name: &str, key: VerifyingKey) -> Result<Self, CheckpointError> {
-        validate_key_name(name)?;
-        if key.is_weak() {
-            return Err(CheckpointError::InvalidPublicKey {
-                reason: "it is a weak (small-order) key",
-            });
-        }
+        let key = checked_key(name, key)?;
         Ok(NoteVerifier {
             name: name.to_owned(),
             id: key_id(name, &key),
@@ -112,56 +102,8 @@ impl NoteVerifier {
     /// Parses `<name>+<8 lowercase hex digits>+<base64(0x01 || 32-byte key)>` and checks that
     /// the stated key ID matches the name and key.
     pub fn parse(vkey: &str) -> Result<Self, CheckpointError> {
-        let malformed = |reason: &str| CheckpointError::MalformedVerifierKey {
-            reason: reason.to_owned(),
-        };
-        // The name cannot contain '+', the hex ID cannot either; the base64 part may.
-        let (name, rest) = vkey
-            .split_once('+')
-            .ok_or_else(|| malformed("no '+' after the key name"))?;
-        let (id_hex, key_b64) = rest
-            .split_once('+')
-            .ok_or_else(|| malformed("no '+' after the key ID"))?;
-        validate_key_name(name)?;
-        if id_hex.len() != 8
-            || !id_hex
-                .bytes()
-                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        {
-            return Err(malformed("the key ID is not 8 lowercase hex digits"));
-        }
-        let mut stated = [0u8; 4];
-        hex::decode_to_slice(id_hex, &mut stated)
-            .map_err(|_| malformed("the key ID is not 8 lowercase hex digits"))?;
-        let raw = STANDARD
-            .decode(key_b64)
-            .map_err(|e| malformed(&format!("the key is not standard base64 ({e})")))?;
-        let Some((&type_byte, key_bytes)) = raw.split_first() else {
-            return Err(malformed("the key is empty"));
-        };
-        if type_byte != ED25519_TYPE {
-            return Err(CheckpointError::UnsupportedKeyType { type_byte });
-        }
-        let key_bytes: [u8; 32] = key_bytes.try_into().map_err(|_| {
-            malformed(&format!(
-                "an Ed25519 key is 32 bytes after the type byte, found {}",
-                key_bytes.len()
-            ))
-        })?;
-        let key = VerifyingKey::from_bytes(&key_bytes).map_err(|_| {
-            CheckpointError::InvalidPublicKey {
-                reason: "the 32 bytes are not a valid Edwards point",
-            }
-        })?;
-        let verifier = Self::new(name, key)?;
-        if verifier.id != stated {
-            return Err(CheckpointError::KeyIdMismatch {
-                name: truncate(name),
-                stated: id_hex.to_owned(),
-                computed: hex::encode(verifier.id),
-            });
-        }
-        Ok(verifier)
+        let (name, key) = parse_vkey(vkey, ED25519_TYPE)?;
+        Self::new(&name, key)
     }
 
     /// The key name.
@@ -187,16 +129,7 @@ impl NoteVerifier {
 
 impl fmt::Display for NoteVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut raw = [0u8; 33];
-        raw[0] = ED25519_TYPE;
-        raw[1..].copy_from_slice(self.key.as_bytes());
-        write!(
-            f,
-            "{}+{}+{}",
-            self.name,
-            hex::encode(self.id),
-            STANDARD.encode(raw)
-        )
+        format_vkey(f, &self.name, ED25519_TYPE, self.id, &self.key)
     }
 }
 
@@ -313,6 +246,33 @@ pub fn sign_note(body: &str, name: &str, key: &SigningKey) -> Result<String, Che
     out.push(' ');
     out.push_str(&b64);
     out.push('\n');
+    Ok(out)
+}
+
+/// Adds the signature lines `lines` (each `— <name> <base64>` and a newline, as a witness
+/// returns them) to the signed note `note`, leaving out lines the note already has.
+///
+/// Only the syntax of the lines is checked: the caller verifies the signatures it cares about
+/// (a cosignature with [`CosignatureVerifier::verify`](super::CosignatureVerifier::verify)).
+pub fn append_signatures(note: &str, lines: &str) -> Result<String, CheckpointError> {
+    let parsed = parse_note(note)?;
+    check_no_control(lines)?;
+    let mut out = note.to_owned();
+    let mut count = parsed.signatures.len();
+    for (i, line) in lines.lines().enumerate() {
+        parse_signature_line(i + 1, line)?;
+        if note.lines().any(|l| l == line) || out[note.len()..].lines().any(|l| l == line) {
+            continue;
+        }
+        count += 1;
+        if count > MAX_SIGNATURES {
+            return Err(CheckpointError::TooManySignatures {
+                max: MAX_SIGNATURES,
+            });
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
     Ok(out)
 }
 

@@ -25,6 +25,7 @@
 //!
 //! `docs/merkle-and-checkpoints.md` explains the layout with pictures and worked examples.
 
+mod compact;
 mod consistency;
 mod error;
 mod hashing;
@@ -33,6 +34,7 @@ mod memory;
 mod node;
 mod plan;
 
+pub use compact::CompactRange;
 pub use consistency::{consistency_plan, consistency_proof_len, verify_consistency};
 pub use error::MerkleError;
 pub use hashing::{LEAF_PREFIX, NODE_PREFIX, empty_root, leaf_hash, node_hash, root_from_nodes};

@@ -16,14 +16,17 @@ mod label_cache;
 mod lineage;
 mod parent_labels;
 mod prefix;
-mod read;
+pub(crate) mod read;
+mod reader;
 mod registry;
 mod relabel;
 mod retrieve;
+mod rollback;
 mod signature_helper;
 mod signing;
 pub(crate) mod stage;
 mod verified_note;
+mod witnessing;
 mod write;
 
 pub use audit::{AuditProblem, AuditReport};
@@ -31,8 +34,11 @@ pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY, UnrecordedGate};
 pub use lineage::Direction;
 pub use prefix::IdPrefix;
 pub use read::{EntryView, Hash256Hex, InclusionProof};
+pub use reader::WITNESSED_SEARCH;
 pub use retrieve::{Dropped, Retrieval};
+pub use rollback::{AtRisk, RollbackWindow};
 pub use stage::Effect;
+pub use witnessing::{VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use write::{RELABEL_ATTEMPTS, WriteRequest, Written};
 
 use crate::clock::{Clock, SystemClock};
@@ -102,6 +108,8 @@ pub struct Memory {
     /// (`signature_helper.rs`).
     signatures: signature_helper::SignatureHelper,
     clock: Box<dyn Clock>,
+    /// What a reader requires of the store's history (`reader.rs`), when set.
+    reader: Option<reader::Reader>,
 }
 
 impl Memory {
@@ -211,6 +219,7 @@ impl Memory {
             verified_note: verified_note::VerifiedNote::default(),
             signatures: signature_helper::SignatureHelper::default(),
             clock: Box::new(SystemClock),
+            reader: None,
         }
     }
 

@@ -102,12 +102,14 @@ impl serde::Serialize for Hash256Hex {
 impl Memory {
     /// An entry by id.
     pub fn get(&self, id: &EntryId) -> Result<EntryView, Error> {
+        self.check_history()?;
         let stored = self.reads().entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
         EntryView::from_stored(stored)
     }
 
     /// Entries with index in `[start, start + limit)`.
     pub fn log(&self, start: u64, limit: u64) -> Result<Vec<EntryView>, Error> {
+        self.check_history()?;
         self.reads()
             .entries(start, limit)?
             .into_iter()
@@ -132,6 +134,7 @@ impl Memory {
         id: &EntryId,
         size: Option<u64>,
     ) -> Result<InclusionProof, Error> {
+        self.check_history()?;
         let r = self.backend.snapshot()?;
         let stored = r.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
         let size = match size {
@@ -332,4 +335,27 @@ pub(crate) fn nodes_exact(
         ));
     }
     Ok(hashes)
+}
+
+/// The consistency proof from size `old` to size `new` assembled from the nodes `r` reads,
+/// unverified: the caller verifies it against roots it trusts (a reader's held checkpoint, a
+/// monitor's verified tree), never against the store's own.
+pub(crate) fn unverified_consistency_proof(
+    r: &dyn BackendRead,
+    old: u64,
+    new: u64,
+) -> Result<Vec<Hash256>, Error> {
+    let plan = merkle::consistency_plan(old, new)?;
+    Ok(plan.assemble(&nodes_exact(r, plan.nodes())?)?)
+}
+
+/// The inclusion proof of leaf `index` in the tree of `size` leaves assembled from the nodes
+/// `r` reads, unverified (as [`unverified_consistency_proof`]).
+pub(crate) fn unverified_inclusion_proof(
+    r: &dyn BackendRead,
+    index: u64,
+    size: u64,
+) -> Result<Vec<Hash256>, Error> {
+    let plan = merkle::inclusion_plan(index, size)?;
+    Ok(plan.assemble(&nodes_exact(r, plan.nodes())?)?)
 }

@@ -129,31 +129,12 @@ pub(super) fn catch_up(
         let replayed = RegistryChange::from_content(&rec.content)
             .map_err(Error::from)
             .and_then(|change| {
-                verify_registry_signature(registry, index, &entry, &change)?;
+                registry.verify_record_signature(index, &entry, &change)?;
                 registry.apply(index, &entry, &change)?;
                 Ok(())
             });
         replayed.map_err(|e| broken(format!("registry record at index {index}: {e}")))?;
         *next = index + 1;
-    }
-    Ok(())
-}
-
-/// A registry record's signature: genesis is checked against the key it registers, later
-/// records against the operator's key at that index.
-pub(super) fn verify_registry_signature(
-    registry: &Registry,
-    index: u64,
-    entry: &SignedEntry,
-    change: &RegistryChange,
-) -> Result<(), Error> {
-    match (registry.operator(), change) {
-        (None, RegistryChange::Add { key, .. }) => entry.verify_signature(key)?,
-        _ => {
-            let body = entry.body();
-            let (_, key) = registry.signer_at(&body.writer, &body.key_id, index)?;
-            entry.verify_signature(key)?;
-        }
     }
     Ok(())
 }

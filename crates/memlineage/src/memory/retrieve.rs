@@ -178,13 +178,15 @@ impl Memory {
         let pending = self.signatures.start(signature_items(&decoded, &registry));
         let store_rule = self.store_rule();
         // The checkpoint the proofs anchor to; refreshed when this process holds the operator
-        // key and entries were written since the last one.
+        // key and entries were written since the last one (unless the backend is read-only, or
+        // a reader requires witnesses: a checkpoint signed here has no cosignature yet).
         let mut snap = snap;
         let mut checkpoint = self.signed_checkpoint_for(&*snap, &registry)?;
         let uncovered = indices
             .iter()
             .any(|i| checkpoint.as_ref().is_none_or(|cp| *i >= cp.size));
-        if uncovered && operator_of(&registry).is_ok_and(|op| self.keys.contains(&op)) {
+        let may_sign = !self.backend.read_only() && self.required_witnesses().is_none();
+        if uncovered && may_sign && operator_of(&registry).is_ok_and(|op| self.keys.contains(&op)) {
             // The checkpoint being replaced must still match the log, as before a refresh.
             if let Some(cp) = &checkpoint {
                 check_checkpoint_size(cp, snap.size()?)?;
@@ -285,10 +287,12 @@ impl Memory {
                     }
                 }
                 _ => {
-                    drop(
+                    drop(if self.required_witnesses().is_some() {
+                        "not yet covered by a checkpoint its reader's witnesses cosigned (run `memlineage checkpoint --witness`)".into()
+                    } else {
                         "not yet covered by a signed checkpoint (run `memlineage checkpoint`)"
-                            .into(),
-                    );
+                            .into()
+                    });
                     continue;
                 }
             }
@@ -367,18 +371,19 @@ impl Memory {
         })
     }
 
-    /// The latest checkpoint note opened with the operator's keys in `registry` (the
-    /// signature check is cached per note, `verified_note.rs`); the tree checks are the
-    /// caller's (`Anchor::new` checks the root).
+    /// The checkpoint the proofs anchor to: the latest note opened with the operator's keys in
+    /// `registry` (the signature check is cached per note, `verified_note.rs`), or with a
+    /// reader's witness policy the newest one its quorum cosigned; with a reader, checked
+    /// against the checkpoint it holds (`reader.rs`). The tree checks are the caller's
+    /// (`Anchor::new` checks the root).
     fn signed_checkpoint_for(
         &self,
         reader: &dyn BackendRead,
         registry: &memlineage_core::principal::Registry,
     ) -> Result<Option<Checkpoint>, Error> {
-        match reader.latest_checkpoint()? {
-            Some(note) => self.open_checkpoint_note(&note, registry).map(Some),
-            None => Ok(None),
-        }
+        let anchor = self.anchor_note(reader, registry)?;
+        self.check_history_with(reader, anchor.as_ref().map(|(cp, n)| (cp, n.as_str())))?;
+        Ok(anchor.map(|(cp, _)| cp))
     }
 
     /// The least label an entry must carry: from its writer's class at its index (external

@@ -4,7 +4,7 @@
 use super::Memory;
 use super::distrusted::DistrustLog;
 use super::read::decode_stored;
-use super::registry::{Replayed, catch_up, verify_registry_signature};
+use super::registry::{Replayed, catch_up};
 use super::relabel::LabelGuard;
 use super::signing::{Draft, PARALLEL_SIGNING_MIN, Signed, sign_pipelined, signing_threads};
 use super::stage::{self, Effect};
@@ -425,7 +425,7 @@ impl Memory {
                 }
                 if body.kind == EntryKind::Registry {
                     let change = RegistryChange::from_content(&rec.content)?;
-                    verify_registry_signature(&registry, index, entry, &change)?;
+                    registry.verify_record_signature(index, entry, &change)?;
                     let registry = registry.to_mut();
                     registry.apply(index, entry, &change)?;
                     next = index + 1;

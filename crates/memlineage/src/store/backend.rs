@@ -12,8 +12,15 @@
 //! makes. Holding a backend therefore gives no way to append, relabel or delete without the
 //! handle's checks. (The `unchecked-store-access` feature opens one, for the evaluation, the
 //! benchmarks and tamper tests; it is not for production.)
+//!
+//! **Read-only opens.** A backend opened with [`OpenMode::ReadOnly`](super::OpenMode) (a
+//! monitor follows a log that way, with no means to change it) says so
+//! ([`Backend::read_only`]) and refuses both writes; the SQLite store opens its file with
+//! `SQLITE_OPEN_READ_ONLY`, so not even a bug in this crate could write through it.
 
-use super::rows::{AppendBatch, ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry};
+use super::rows::{
+    AppendBatch, ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+};
 use super::text::SearchTerms;
 use crate::error::Error;
 use memlineage_core::entry::{EntryKind, Scope};
@@ -101,6 +108,12 @@ pub trait BackendRead {
     /// The latest signed checkpoint note (of the largest size), if any.
     fn latest_checkpoint(&self) -> Result<Option<String>, Error>;
 
+    /// The stored checkpoint notes of size at most `max_size`, largest first, at most `limit`
+    /// of them: a reader that requires witnesses looks for the newest checkpoint their
+    /// cosignatures meet its policy on, and a log asks each witness from the newest size it
+    /// cosigned (`docs/merkle-and-checkpoints.md`, "Witnesses").
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
+
     /// A store setting.
     fn setting(&self, key: &str) -> Result<Option<String>, Error>;
 
@@ -158,6 +171,9 @@ impl<T: BackendRead + ?Sized> BackendRead for &T {
     fn latest_checkpoint(&self) -> Result<Option<String>, Error> {
         (**self).latest_checkpoint()
     }
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error> {
+        (**self).checkpoint_notes(max_size, limit)
+    }
     fn setting(&self, key: &str) -> Result<Option<String>, Error> {
         (**self).setting(key)
     }
@@ -200,6 +216,15 @@ pub trait Backend: BackendRead + Send + Sync {
 
     /// Keeps a signed checkpoint note (replacing one of the same size).
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error>;
+
+    /// Whether this backend value was opened read-only ([`OpenMode::ReadOnly`]: a monitor, an
+    /// auditor). Then [`Backend::append`] and [`Backend::save_checkpoint`] fail with
+    /// [`StoreState::ReadOnly`] and write nothing, and the handle signs no checkpoint through
+    /// it; the reads are those of any other open.
+    ///
+    /// [`OpenMode::ReadOnly`]: super::OpenMode::ReadOnly
+    /// [`StoreState::ReadOnly`]: crate::error::StoreState::ReadOnly
+    fn read_only(&self) -> bool;
 
     /// Write transactions committed through this backend value, when it counts them (each is
     /// one sync on a durable backend): how group commit shows.

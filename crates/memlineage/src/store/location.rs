@@ -38,6 +38,9 @@ pub enum OpenMode {
     Existing,
     /// The store must not exist yet (`init`).
     Create,
+    /// The store must exist, and is opened so that nothing can be written through it
+    /// ([`Backend::read_only`]): what a monitor or an auditor holds.
+    ReadOnly,
 }
 
 impl StoreLocation {
@@ -71,7 +74,8 @@ impl StoreLocation {
             }
             StoreLocation::Memory => match mode {
                 OpenMode::Create => Ok(Box::new(MemoryStore::new())),
-                OpenMode::Existing => Err(StoreState::Missing {
+                // A read-only view of an existing in-memory store: `MemoryStore::read_only_view`.
+                OpenMode::Existing | OpenMode::ReadOnly => Err(StoreState::Missing {
                     location: "memory: (an in-memory store holds nothing until it is initialised)"
                         .into(),
                 }
@@ -85,7 +89,7 @@ impl StoreLocation {
 #[cfg(feature = "sqlite")]
 fn open_sqlite(file: &Path, mode: OpenMode, shown: &str) -> Result<Box<dyn Backend>, Error> {
     match mode {
-        OpenMode::Existing if !file.is_file() => Err(StoreState::Missing {
+        OpenMode::Existing | OpenMode::ReadOnly if !file.is_file() => Err(StoreState::Missing {
             location: shown.to_string(),
         }
         .into()),
@@ -93,7 +97,8 @@ fn open_sqlite(file: &Path, mode: OpenMode, shown: &str) -> Result<Box<dyn Backe
             location: shown.to_string(),
         }
         .into()),
-        _ => Ok(Box::new(super::SqliteStore::open(file)?)),
+        OpenMode::ReadOnly => Ok(Box::new(super::SqliteStore::open_read_only(file)?)),
+        OpenMode::Existing | OpenMode::Create => Ok(Box::new(super::SqliteStore::open(file)?)),
     }
 }
 
@@ -248,6 +253,25 @@ mod tests {
         assert_eq!(
             StoreLocation::Memory
                 .open(OpenMode::Existing)
+                .err()
+                .unwrap()
+                .kind(),
+            crate::ErrorKind::NotFound
+        );
+        let ro = loc.open(OpenMode::ReadOnly).unwrap();
+        assert!(ro.read_only());
+        assert!(!loc.open(OpenMode::Existing).unwrap().read_only());
+        assert_eq!(
+            StoreLocation::Sqlite(dir.path().join("none.db"))
+                .open(OpenMode::ReadOnly)
+                .err()
+                .unwrap()
+                .kind(),
+            crate::ErrorKind::NotFound
+        );
+        assert_eq!(
+            StoreLocation::Memory
+                .open(OpenMode::ReadOnly)
                 .err()
                 .unwrap()
                 .kind(),

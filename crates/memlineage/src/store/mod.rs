@@ -27,7 +27,7 @@ pub use location::{OpenMode, STORE_FILE, StoreLocation};
 pub use memory::MemoryStore;
 pub use rows::{
     AppendBatch, ControlRecord, EdgeRow, EntryLabels, EntryRow, ForgottenRow, IndexRow, NewRecord,
-    NoteRow, StoredEntry,
+    NoteRow, StoredEntry, StoredNote,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -164,6 +164,19 @@ pub struct ForgottenRow {
     pub erased: bool,
 }
 
+/// A stored checkpoint note as read back ([`BackendRead::checkpoint_notes`]): raw, so the
+/// handle opens and checks it before trusting it. (Not a [`NoteRow`], which only the handle
+/// makes: a note read back cannot be saved into another store.)
+///
+/// [`BackendRead::checkpoint_notes`]: super::BackendRead::checkpoint_notes
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredNote {
+    /// The tree size it was saved under.
+    pub size: u64,
+    /// The note text, with every signature line it was saved with.
+    pub note: String,
+}
+
 /// A signed checkpoint note to keep, made by the handle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoteRow {

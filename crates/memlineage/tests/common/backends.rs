@@ -113,6 +113,13 @@ macro_rules! delegate_backend {
             fn latest_checkpoint(&self) -> Result<Option<String>, memlineage::Error> {
                 self.$f.latest_checkpoint()
             }
+            fn checkpoint_notes(
+                &self,
+                max_size: u64,
+                limit: usize,
+            ) -> Result<Vec<memlineage::store::StoredNote>, memlineage::Error> {
+                self.$f.checkpoint_notes(max_size, limit)
+            }
             fn setting(&self, key: &str) -> Result<Option<String>, memlineage::Error> {
                 self.$f.setting(key)
             }
@@ -155,6 +162,9 @@ impl Backend for InTempDir {
     }
     fn commits(&self) -> Option<u64> {
         self.inner.commits()
+    }
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
     }
 }
 

@@ -36,7 +36,8 @@ impl Date {
         if !(1000..=9999).contains(&year) || !(1..=12).contains(&month) || day == 0 {
             return None;
         }
-        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        let leap =
+            (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
         let days = match month {
             2 if leap => 29,
             2 => 28,

@@ -15,7 +15,6 @@
 
 use crate::error::Error;
 use crate::memory::distrusted::DistrustLog;
-use crate::memory::registry::verify_registry_signature;
 use crate::store::{BackendRead, ControlRecord};
 use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::principal::Registry;
@@ -63,7 +62,8 @@ impl LogFacts {
             )
         })?;
         let change = RegistryChange::from_content(content)?;
-        verify_registry_signature(&self.registry, index, entry, &change)?;
+        self.registry
+            .verify_record_signature(index, entry, &change)?;
         self.registry.apply(index, entry, &change)?;
         self.applied.push((index, entry.id(), Hash256::of(content)));
         Ok(())

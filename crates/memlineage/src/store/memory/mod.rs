@@ -16,28 +16,52 @@ mod search;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
 use super::provided::{erased_control, missing_node};
-use super::rows::{AppendBatch, ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry};
+use super::rows::{
+    AppendBatch, ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+};
 use super::text::SearchTerms;
-use crate::error::{Error, InputError, StorageError};
+use crate::error::{Error, InputError, StorageError, StoreState};
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
 use search::SearchIndex;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The in-memory store. `Send + Sync`; cheap to create; empty until initialised by
 /// [`Memory::init`](crate::Memory::init).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    state: RwLock<State>,
+    /// Shared with the read-only views of this store ([`MemoryStore::read_only_view`]).
+    state: Arc<RwLock<State>>,
+    read_only: bool,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
+    }
+
+    /// A read-only view of this store: it reads the same log as it grows, and refuses both
+    /// writes with [`StoreState::ReadOnly`] (what [`OpenMode::ReadOnly`](super::OpenMode)
+    /// gives for a store with a location; an in-memory store has none to open again).
+    pub fn read_only_view(&self) -> MemoryStore {
+        MemoryStore {
+            state: Arc::clone(&self.state),
+            read_only: true,
+        }
+    }
+
+    fn writable(&self) -> Result<(), Error> {
+        if self.read_only {
+            return Err(StoreState::ReadOnly {
+                location: "memory:".into(),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     fn read(&self) -> Result<RwLockReadGuard<'_, State>, Error> {
@@ -382,6 +406,19 @@ impl BackendRead for State {
         Ok(self.checkpoints.last_key_value().map(|(_, n)| n.clone()))
     }
 
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error> {
+        Ok(self
+            .checkpoints
+            .range(..=max_size)
+            .rev()
+            .take(limit)
+            .map(|(size, note)| StoredNote {
+                size: *size,
+                note: note.clone(),
+            })
+            .collect())
+    }
+
     fn setting(&self, key: &str) -> Result<Option<String>, Error> {
         Ok(self.settings.get(key).cloned())
     }
@@ -452,6 +489,7 @@ macro_rules! reads {
             labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
             index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
             latest_checkpoint() -> Result<Option<String>, Error>;
+            checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
             setting(key: &str) -> Result<Option<String>, Error>;
         }
     };
@@ -474,6 +512,7 @@ impl Backend for MemoryStore {
     }
 
     fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
+        self.writable()?;
         let mut state = self.write()?;
         let first = state.rows.len() as u64;
         let batch = guard.run(&*state, first)?;
@@ -487,9 +526,14 @@ impl Backend for MemoryStore {
     }
 
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
+        self.writable()?;
         self.write()?
             .checkpoints
             .insert(note.size(), note.note().to_string());
         Ok(())
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
     }
 }

@@ -22,7 +22,7 @@ mod schema;
 mod search;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
-use super::rows::{ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry};
+use super::rows::{ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote};
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StoreState};
 use memlineage_core::entry::{EntryKind, Scope};
@@ -60,6 +60,14 @@ const WAL_CHECKPOINT_PAGES: i64 = 4000;
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The flags of the reader connections of a writable store (`query_only` makes them readers).
+const READ_WRITE_FLAGS: OpenFlags =
+    OpenFlags::SQLITE_OPEN_READ_WRITE.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
+/// The flags of every connection of a store opened read-only.
+const READ_ONLY_FLAGS: OpenFlags =
+    OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
 /// The SQLite store.
 pub struct SqliteStore {
     /// The write connection (every connection of an in-memory database).
@@ -70,6 +78,8 @@ pub struct SqliteStore {
     path: Option<PathBuf>,
     /// Write transactions this value has committed (each one fsync under `synchronous=FULL`).
     commits: AtomicU64,
+    /// Opened with `SQLITE_OPEN_READ_ONLY` ([`SqliteStore::open_read_only`]).
+    read_only: bool,
 }
 
 impl SqliteStore {
@@ -85,6 +95,32 @@ impl SqliteStore {
         )?;
         let store = Self::init(conn, Some(path.to_path_buf()))?;
         Ok(store)
+    }
+
+    /// Opens the existing store file at `path` for reading only: every connection is opened
+    /// with `SQLITE_OPEN_READ_ONLY` and set `query_only`, so nothing can be written through
+    /// it (a monitor follows a log this way, and needs only read permission on the file).
+    /// Both writes fail with [`StoreState::ReadOnly`]. A file that is not a store of this
+    /// schema version is refused.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore, Error> {
+        let conn = Connection::open_with_flags(path, READ_ONLY_FLAGS)?;
+        configure(&conn)?;
+        conn.pragma_update(None, "query_only", true)?;
+        let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version != SCHEMA_VERSION {
+            return Err(StoreState::UnsupportedSchema {
+                found: version,
+                supported: SCHEMA_VERSION,
+            }
+            .into());
+        }
+        Ok(SqliteStore {
+            writer: Mutex::new(conn),
+            readers: Some(Pool::new(path.to_path_buf(), READ_ONLY_FLAGS)),
+            path: Some(path.to_path_buf()),
+            commits: AtomicU64::new(0),
+            read_only: true,
+        })
     }
 
     /// An in-memory database (tests, the evaluation): gone when dropped.
@@ -112,14 +148,28 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             writer: Mutex::new(conn),
-            readers: path.as_ref().map(|p| Pool::new(p.clone())),
+            readers: path
+                .as_ref()
+                .map(|p| Pool::new(p.clone(), READ_WRITE_FLAGS)),
             path,
             commits: AtomicU64::new(0),
+            read_only: false,
         })
     }
 
     fn committed(&self) {
         self.commits.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Refuses a write through a store opened read-only.
+    fn writable(&self) -> Result<(), Error> {
+        if self.read_only {
+            return Err(StoreState::ReadOnly {
+                location: self.location(),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Connection>, Error> {
@@ -195,6 +245,7 @@ delegate_read! {
     labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
     latest_checkpoint() -> Result<Option<String>, Error>;
+    checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
 }
 
@@ -253,6 +304,7 @@ delegate_snapshot! {
     labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
     latest_checkpoint() -> Result<Option<String>, Error>;
+    checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
 }
 
@@ -281,6 +333,7 @@ impl Backend for SqliteStore {
     }
 
     fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
+        self.writable()?;
         let mut conn = self.lock_writer()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let first = Reader(&tx).size()?;
@@ -292,6 +345,7 @@ impl Backend for SqliteStore {
     }
 
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
+        self.writable()?;
         self.lock_writer()?
             .prepare_cached("INSERT OR REPLACE INTO checkpoints (size, note) VALUES (?1, ?2)")?
             .execute(params![to_i64(note.size())?, note.note()])?;
@@ -301,5 +355,9 @@ impl Backend for SqliteStore {
 
     fn commits(&self) -> Option<u64> {
         Some(self.commits.load(Ordering::SeqCst))
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
     }
 }

@@ -20,13 +20,16 @@ const MAX_IDLE: usize = 8;
 /// Idle reader connections of one database file.
 pub(super) struct Pool {
     path: PathBuf,
+    /// How connections are opened (read-write, or read-only for a store opened read-only).
+    flags: OpenFlags,
     idle: Mutex<Vec<Connection>>,
 }
 
 impl Pool {
-    pub(super) fn new(path: PathBuf) -> Pool {
+    pub(super) fn new(path: PathBuf, flags: OpenFlags) -> Pool {
         Pool {
             path,
+            flags,
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -46,10 +49,7 @@ impl Pool {
     }
 
     fn open(&self) -> Result<Connection, Error> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        let conn = Connection::open_with_flags(&self.path, self.flags)?;
         configure(&conn)?;
         conn.pragma_update(None, "query_only", true)?;
         Ok(conn)

@@ -4,7 +4,7 @@
 use super::{entries, nodes, search, to_i64};
 use crate::error::{Error, IntegrityCheck};
 use crate::store::backend::{BackendRead, TextIndex};
-use crate::store::rows::{ControlRecord, EntryLabels, IndexRow, StoredEntry};
+use crate::store::rows::{ControlRecord, EntryLabels, IndexRow, StoredEntry, StoredNote};
 use crate::store::text::SearchTerms;
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::label::{TrustLabel, Weight};
@@ -300,6 +300,24 @@ impl BackendRead for Reader<'_> {
             .prepare_cached("SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1")?
             .query_row([], |r| r.get(0))
             .optional()?)
+    }
+
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error> {
+        let max = i64::try_from(max_size).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = self.0.prepare_cached(
+            "SELECT size, note FROM checkpoints WHERE size <= ?1 ORDER BY size DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![max, limit], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        rows.map(|r| {
+            let (size, note) = r?;
+            let size = u64::try_from(size)
+                .map_err(|_| stored(format!("checkpoint size {size} is negative")))?;
+            Ok(StoredNote { size, note })
+        })
+        .collect()
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>, Error> {

@@ -1,0 +1,207 @@
+//! `memlineage checkpoint`: sign a checkpoint, print the log's verifier key, and have
+//! checkpoints cosigned by witnesses (C2SP tlog-witness), locally or through request files.
+
+use super::open;
+use super::trust::load_policy;
+use crate::Ctx;
+use crate::output::{CliError, Outcome};
+use clap::{ArgGroup, Args};
+use memlineage::transparency::{FileWitness, WitnessTransport};
+use memlineage_core::checkpoint::{Checkpoint, parse_note};
+use memlineage_core::witness::Policy;
+use serde_json::json;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// The log's witness policy, beside the store unless `--policy` names another file.
+pub const POLICY_FILE: &str = "witnesses.policy";
+
+/// `memlineage checkpoint`.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("mode").args(["vkey", "witness", "request", "attach"])))]
+pub struct CheckpointArgs {
+    /// Print the log's verifier key (`<origin>+<key id>+<base64>`, golang.org/x/mod/sumdb/note
+    /// format) instead of signing; with --history, every key the operator has held.
+    #[arg(long)]
+    vkey: bool,
+    /// With --vkey: every checkpoint key the operator has held, with the log indices of the
+    /// registry records that added and retired it.
+    #[arg(long, requires = "vkey")]
+    history: bool,
+    /// Sign a checkpoint, then ask the witnesses of the policy to cosign it (witnesses reached
+    /// by `file://` URLs of their directories); exit 1 if the quorum is not met.
+    #[arg(long)]
+    witness: bool,
+    /// Print the `add-checkpoint` request body for the latest stored checkpoint, with a
+    /// consistency proof from OLD (the size the witness cosigned last; 0 for a new witness),
+    /// to send to a witness by other means.
+    #[arg(long, value_name = "OLD")]
+    request: Option<u64>,
+    /// Attach a witness's answer (its cosignature lines; `-` for stdin) to the stored
+    /// checkpoint it cosigns.
+    #[arg(long, value_name = "FILE")]
+    attach: Option<PathBuf>,
+    /// The log's witness policy (C2SP tlog-policy). Default: `witnesses.policy` beside the store.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
+/// Runs `checkpoint`.
+pub fn run(a: CheckpointArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
+    let mem = open(&ctx.paths)?;
+    if a.vkey {
+        return vkey(&mem, a.history);
+    }
+    if let Some(old) = a.request {
+        let note = mem
+            .latest_checkpoint_note()?
+            .ok_or_else(|| CliError::failed("no checkpoint yet: run `memlineage checkpoint`"))?;
+        let body = mem.witness_request(&note, old)?;
+        return Ok(Outcome::ok(
+            json!({ "old_size": old, "request": body }),
+            body,
+        ));
+    }
+    if let Some(path) = &a.attach {
+        let policy = log_policy(ctx, a.policy.as_deref())?;
+        let lines = read_input(path)?;
+        let (cp, note) = mem.add_cosignatures(&lines, &policy)?;
+        let check = policy.check(&note);
+        let json = json!({
+            "size": cp.size, "root": cp.root.to_hex(), "note": note,
+            "cosigned_by": check.cosigned.iter().map(|(n, t)| json!({"name": n, "timestamp": t})).collect::<Vec<_>>(),
+            "quorum": policy.describe_quorum(), "quorum_met": check.met,
+        });
+        return Ok(Outcome::ok(json, note));
+    }
+    let note = mem.checkpoint()?;
+    let cp = parse_note(&note)
+        .and_then(|n| Checkpoint::parse_body(&n.body))
+        .map_err(|e| CliError::failed(format!("the signed checkpoint does not parse: {e}")))?;
+    if !a.witness {
+        let json = json!({
+            "origin": cp.origin,
+            "size": cp.size,
+            "root": cp.root.to_hex(),
+            "note": note,
+        });
+        return Ok(Outcome::ok(json, note));
+    }
+    let policy = log_policy(ctx, a.policy.as_deref())?;
+    witness(&mem, &note, &policy)
+}
+
+fn vkey(mem: &super::Mem, history: bool) -> Result<Outcome, CliError> {
+    let current = mem.verifier_key()?;
+    if !history {
+        let json = json!({
+            "vkey": current.to_vkey(),
+            "origin": current.name(),
+            "key_id": hex::encode(current.key_id()),
+        });
+        return Ok(Outcome::ok(json, current.to_vkey()));
+    }
+    let keys = mem.verifier_key_history()?;
+    let mut text = String::new();
+    for k in &keys {
+        let _ = writeln!(
+            text,
+            "{}  added at {}{}",
+            k.vkey,
+            k.added_at,
+            k.retired_at
+                .map_or_else(|| ", current".to_string(), |r| format!(", retired at {r}"))
+        );
+    }
+    Ok(Outcome::ok(
+        json!({ "vkey": current.to_vkey(), "keys": keys }),
+        text,
+    ))
+}
+
+/// The log's policy: `--policy FILE`, else `witnesses.policy` beside the store.
+fn log_policy(ctx: &Ctx, flag: Option<&Path>) -> Result<Policy, CliError> {
+    match flag {
+        Some(p) => load_policy(p, "--policy"),
+        None => {
+            let p = ctx.paths.config_dir().join(POLICY_FILE);
+            if !p.is_file() {
+                return Err(CliError::usage(format!(
+                    "no witness policy: write one at {} (C2SP tlog-policy: `witness NAME VKEY file:///path/to/witness`, `quorum NAME`) or pass --policy FILE",
+                    p.display()
+                )));
+            }
+            load_policy(&p, "witness policy")
+        }
+    }
+}
+
+fn witness(mem: &super::Mem, note: &str, policy: &Policy) -> Result<Outcome, CliError> {
+    let mut locals: Vec<(String, FileWitness)> = Vec::new();
+    let mut unreachable = Vec::new();
+    for w in policy.witnesses() {
+        match w.url.as_deref().and_then(|u| u.strip_prefix("file://")) {
+            Some(dir) => locals.push((w.name.clone(), FileWitness::open(Path::new(dir))?)),
+            None => unreachable.push(w.name.clone()),
+        }
+    }
+    let transports: Vec<(&str, &dyn WitnessTransport)> = locals
+        .iter()
+        .map(|(n, w)| (n.as_str(), w as &dyn WitnessTransport))
+        .collect();
+    let round = mem.witness_checkpoint(note, policy, &transports)?;
+    let window = mem.rollback_window(Some(policy))?;
+    let mut text = round.note.clone();
+    for a in &round.answers {
+        let _ = match a.timestamp {
+            Some(ts) => writeln!(text, "witness {}: cosigned (time {ts})", a.name),
+            None => writeln!(
+                text,
+                "witness {}: refused ({}): {}",
+                a.name, a.status, a.message
+            ),
+        };
+    }
+    for n in &unreachable {
+        let _ = writeln!(
+            text,
+            "witness {n}: not asked (no file:// URL; send `memlineage checkpoint --request OLD` to it and `--attach` its answer)"
+        );
+    }
+    let _ = writeln!(
+        text,
+        "quorum {}: {}",
+        round.quorum,
+        if round.quorum_met { "met" } else { "NOT met" }
+    );
+    let json = json!({
+        "origin": round.checkpoint.origin,
+        "size": round.checkpoint.size,
+        "root": round.checkpoint.root.to_hex(),
+        "note": round.note,
+        "witnesses": round.answers,
+        "not_asked": unreachable,
+        "quorum": round.quorum,
+        "quorum_met": round.quorum_met,
+        "rollback_window": window,
+    });
+    if round.quorum_met {
+        Ok(Outcome::ok(json, text))
+    } else {
+        let failure = format!(
+            "the checkpoint of size {} is not witnessed: quorum {} not met",
+            round.checkpoint.size, round.quorum
+        );
+        Ok(Outcome::failed(json, text, failure))
+    }
+}
+
+/// The text of `path`, or of stdin for `-`.
+pub fn read_input(path: &Path) -> Result<String, CliError> {
+    if path == Path::new("-") {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(path).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+}

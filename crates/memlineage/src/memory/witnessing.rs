@@ -1,0 +1,267 @@
+//! The log's side of witnessing (C2SP tlog-witness, tlog-cosignature): its verifier key, the
+//! `add-checkpoint` requests it sends, and the cosignatures it keeps beside its checkpoints
+//! (the stored note gains the witnesses' signature lines; its text is unchanged).
+
+use super::Memory;
+use super::read::check_checkpoint_root;
+use crate::error::{Error, InputError, IntegrityCheck, Refusal};
+use crate::store::NoteRow;
+use crate::transparency::witness::WitnessTransport;
+use memlineage_core::checkpoint::{
+    Checkpoint, CosignatureVerifier, NoteVerifier, append_signatures,
+};
+use memlineage_core::principal::{Principal, Registry};
+use memlineage_core::witness::{AddCheckpoint, Policy};
+
+/// One of the operator's checkpoint keys, as the registry in the log records it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct VerifierKeyRecord {
+    /// The verifier key (`<origin>+<key id>+<base64>`).
+    pub vkey: String,
+    /// The log index of the registry record that added it (genesis or a rotation).
+    pub added_at: u64,
+    /// The log index of the rotation that retired it, if any.
+    pub retired_at: Option<u64>,
+}
+
+/// What one witness answered.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WitnessAnswer {
+    /// The policy's name for the witness.
+    pub name: String,
+    /// The HTTP status of its last answer (200: cosigned).
+    pub status: u16,
+    /// Its refusal, or empty.
+    pub message: String,
+    /// The old size of the last request sent.
+    pub old_size: u64,
+    /// The timestamp of its cosignature, when it cosigned and the cosignature verified.
+    pub timestamp: Option<u64>,
+}
+
+/// The result of asking the witnesses of a policy to cosign a checkpoint.
+#[derive(Clone, Debug)]
+pub struct WitnessRound {
+    /// The checkpoint.
+    pub checkpoint: Checkpoint,
+    /// The stored note with every cosignature collected.
+    pub note: String,
+    /// Each witness's answer, in the policy's order.
+    pub answers: Vec<WitnessAnswer>,
+    /// The quorum in words.
+    pub quorum: String,
+    /// Whether the cosignatures on the note meet it.
+    pub quorum_met: bool,
+}
+
+impl Memory {
+    /// The log's verifier key now: the operator's current key under the log's origin, in the
+    /// golang.org/x/mod/sumdb/note format (`<origin>+<key id>+<base64(0x01 || key)>`). A third
+    /// party checks checkpoints with it and no secret.
+    pub fn verifier_key(&self) -> Result<NoteVerifier, Error> {
+        let registry = self.refresh_registry()?;
+        let op = operator_record(&registry)?;
+        let key = op.current_key().ok_or_else(|| Refusal::Revoked {
+            name: op.name.clone(),
+            at: op.revoked_at.unwrap_or_default(),
+            reason: op.revoke_reason.clone(),
+        })?;
+        Ok(NoteVerifier::new(&self.settings.origin, key.key)?)
+    }
+
+    /// The latest stored checkpoint note, with every cosignature it carries (unverified: open
+    /// it with [`Memory::latest_checkpoint`] or a witness policy).
+    pub fn latest_checkpoint_note(&self) -> Result<Option<String>, Error> {
+        self.reads().latest_checkpoint()
+    }
+
+    /// Every checkpoint key the operator has held, oldest first, with the log indices of the
+    /// registry records that added and retired it: a rotation is published in the log itself.
+    pub fn verifier_key_history(&self) -> Result<Vec<VerifierKeyRecord>, Error> {
+        let registry = self.refresh_registry()?;
+        let op = operator_record(&registry)?;
+        op.keys
+            .iter()
+            .map(|k| {
+                Ok(VerifierKeyRecord {
+                    vkey: NoteVerifier::new(&self.settings.origin, k.key)?.to_vkey(),
+                    added_at: k.added_at,
+                    retired_at: k.retired_at,
+                })
+            })
+            .collect()
+    }
+
+    /// The `add-checkpoint` request body for the checkpoint `note`, from `old_size` (the size
+    /// the witness cosigned last): the consistency proof comes from the stored tree and is
+    /// verified against the checkpoint's root first.
+    pub fn witness_request(&self, note: &str, old_size: u64) -> Result<String, Error> {
+        let cp = self.open_checkpoint_note(note, &*self.refresh_registry()?)?;
+        if old_size > cp.size {
+            return Err(InputError::TreeSize {
+                asked: old_size,
+                size: cp.size,
+            }
+            .into());
+        }
+        let (_, new_root, proof) = self.prove_consistency(old_size, cp.size)?;
+        check_checkpoint_root(&cp, new_root)?;
+        Ok(AddCheckpoint {
+            old_size,
+            proof,
+            checkpoint: note.to_string(),
+        }
+        .to_body())
+    }
+
+    /// Asks the witnesses of `policy` that `transports` reaches (by the policy's witness name)
+    /// to cosign the stored checkpoint `note`, keeps every cosignature that verifies on the
+    /// stored note, and says whether the quorum is met.
+    ///
+    /// Each witness is first sent the size of the newest stored checkpoint it cosigned (0 if
+    /// none); on `409 Conflict` the request is made again once from the size it names. A
+    /// refusal is an answer, not an error: a witness that refuses to cosign a rolled-back or
+    /// forked checkpoint is doing its job.
+    pub fn witness_checkpoint(
+        &self,
+        note: &str,
+        policy: &Policy,
+        transports: &[(&str, &dyn WitnessTransport)],
+    ) -> Result<WitnessRound, Error> {
+        let cp = self.open_checkpoint_note(note, &*self.refresh_registry()?)?;
+        let mut merged = note.to_string();
+        let mut answers = Vec::new();
+        for w in policy.witnesses() {
+            let Some((_, transport)) = transports.iter().find(|(n, _)| *n == w.name) else {
+                continue;
+            };
+            let mut old = self.last_cosigned_size(&w.verifier, cp.size)?;
+            let mut tries = 0;
+            let answer = loop {
+                tries += 1;
+                let response =
+                    transport.add_checkpoint(self.witness_request(note, old)?.as_bytes())?;
+                let conflict = (response.status == 409)
+                    .then(|| response.body.trim().parse::<u64>().ok())
+                    .flatten();
+                match conflict {
+                    Some(size) if tries < 2 && size <= cp.size && size != old => {
+                        old = size;
+                        continue;
+                    }
+                    _ => {}
+                }
+                let mut answer = WitnessAnswer {
+                    name: w.name.clone(),
+                    status: response.status,
+                    message: String::new(),
+                    old_size: old,
+                    timestamp: None,
+                };
+                if response.status != 200 {
+                    answer.message = match conflict {
+                        Some(size) if size > cp.size => format!(
+                            "the witness cosigned a checkpoint of size {size}, larger than this one ({}): the log went back (rolled back or restored from an older copy)",
+                            cp.size
+                        ),
+                        _ => response.body.trim().to_string(),
+                    };
+                    break answer;
+                }
+                match append_signatures(&merged, &response.body)
+                    .map_err(Error::from)
+                    .and_then(|m| Ok((w.verifier.verify(&m)?, m)))
+                {
+                    Ok((ts, m)) => {
+                        merged = m;
+                        answer.timestamp = Some(ts);
+                    }
+                    Err(e) => answer.message = format!("its answer does not verify: {e}"),
+                }
+                break answer;
+            };
+            answers.push(answer);
+        }
+        if merged != note {
+            self.backend
+                .save_checkpoint(&NoteRow::new(cp.size, merged.clone()))?;
+        }
+        let check = policy.check(&merged);
+        Ok(WitnessRound {
+            checkpoint: cp,
+            note: merged,
+            answers,
+            quorum: policy.describe_quorum(),
+            quorum_met: check.met,
+        })
+    }
+
+    /// The size of the newest stored checkpoint (at most `max_size`) that `witness` cosigned,
+    /// 0 if none.
+    fn last_cosigned_size(
+        &self,
+        witness: &CosignatureVerifier,
+        max_size: u64,
+    ) -> Result<u64, Error> {
+        for stored in self
+            .reads()
+            .checkpoint_notes(max_size, super::reader::WITNESSED_SEARCH)?
+        {
+            if witness.verify(&stored.note).is_ok() {
+                return Ok(stored.size);
+            }
+        }
+        Ok(0)
+    }
+
+    /// Adds cosignature lines a witness returned (for a request sent by other means, e.g. over
+    /// HTTP) to the stored checkpoint they sign: the newest stored checkpoint (of the last
+    /// few) on which one of `policy`'s witnesses' cosignatures verifies. Returns that
+    /// checkpoint and the stored note.
+    pub fn add_cosignatures(
+        &self,
+        lines: &str,
+        policy: &Policy,
+    ) -> Result<(Checkpoint, String), Error> {
+        let registry = self.refresh_registry()?;
+        for stored in self
+            .reads()
+            .checkpoint_notes(u64::MAX, super::reader::WITNESSED_SEARCH)?
+        {
+            let Ok(merged) = append_signatures(&stored.note, lines) else {
+                continue;
+            };
+            let verifies = policy.witnesses().iter().any(|w| {
+                w.verifier.verify(&merged).is_ok() && w.verifier.verify(&stored.note).is_err()
+            });
+            if verifies {
+                let cp = self.open_checkpoint_note(&merged, &registry)?;
+                self.backend
+                    .save_checkpoint(&NoteRow::new(stored.size, merged.clone()))?;
+                return Ok((cp, merged));
+            }
+        }
+        Err(InputError::Cosignatures(
+            "no line is a new, valid cosignature by a witness of the policy on any recent stored checkpoint".into(),
+        )
+        .into())
+    }
+
+    /// The newest stored checkpoint (of the last few) whose cosignatures meet `policy`'s
+    /// quorum and whose signature verifies, with its note.
+    pub fn witnessed_checkpoint(
+        &self,
+        policy: &Policy,
+    ) -> Result<Option<(Checkpoint, String)>, Error> {
+        let registry = self.refresh_registry()?;
+        self.witnessed_in(self.reads(), policy, &registry)
+    }
+}
+
+/// The operator's registry record (the genesis principal).
+fn operator_record(registry: &Registry) -> Result<&Principal, Error> {
+    registry
+        .operator()
+        .and_then(|o| registry.get(o))
+        .ok_or_else(|| Error::integrity(IntegrityCheck::Genesis, "the log has no genesis record"))
+}
