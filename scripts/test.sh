@@ -10,5 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every feature includes `postgres`: the PostgreSQL store's tests (store_suite's `postgres::`,
+# pg_writers, store_faults, the CLI's migrate) start throwaway clusters with Debian's server
+# binaries (crates/memlineage-pgtest), in parallel with the rest.
 echo "== cargo tests (workspace, every feature)"
 cargo test --workspace --release --all-features

@@ -61,6 +61,9 @@ enum Command {
     Distrust(commands::control::DistrustArgs),
     /// Audit the whole store: signatures, registry, labels, leaves, tree and checkpoint.
     Verify,
+    /// Copy the log into a new store (any location to any location, e.g. SQLite to
+    /// PostgreSQL) and verify the copy end to end.
+    Migrate(commands::migrate::MigrateArgs),
     /// Full-text search, verified before anything is returned, rendered for a prompt.
     Search(commands::query::SearchArgs),
     /// Show an entry's lineage (ancestors or descendants) and why it has its label.
@@ -149,6 +152,7 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Forget(a) => commands::control::forget(a, ctx),
         Command::Distrust(a) => commands::control::distrust(a, ctx),
         Command::Verify => commands::verify::run(ctx),
+        Command::Migrate(a) => commands::migrate::run(a, ctx),
         Command::Search(a) => commands::query::search(a, ctx),
         Command::Lineage(a) => commands::query::lineage(a, ctx),
         Command::Gate(a) => commands::gate::gate(a, ctx),

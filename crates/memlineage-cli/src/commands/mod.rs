@@ -9,6 +9,7 @@ pub mod demo;
 pub mod eval;
 pub mod gate;
 pub mod init;
+pub mod migrate;
 pub mod principal;
 pub mod proof;
 pub mod query;
