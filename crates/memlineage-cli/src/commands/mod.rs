@@ -10,6 +10,8 @@ pub mod eval;
 pub mod gate;
 pub mod init;
 pub mod migrate;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod principal;
 pub mod proof;
 pub mod query;
