@@ -54,6 +54,8 @@ fn store_for_writers(url: &str) {
 /// are written (inside the transaction) and then sleeps: the parent kills it there.
 struct PauseMidBatch {
     inner: Box<dyn Backend>,
+    /// Appends so far: the first (of 5 entries) is acknowledged, the second pauses.
+    appends: std::sync::atomic::AtomicUsize,
 }
 
 common::backends::delegate_backend!(PauseMidBatch, inner);
@@ -70,14 +72,21 @@ impl Backend for PauseMidBatch {
         self.inner.snapshot()
     }
     fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
-        memlineage::unchecked::append_with_faults(&*self.inner, guard, &mut |stage| {
-            if stage == WriteStage::Nodes {
-                println!("MID");
-                let _ = std::io::stdout().flush();
+        let result = memlineage::unchecked::append_with_faults(&*self.inner, guard, &mut |stage| {
+            if stage == WriteStage::Nodes
+                && self.appends.load(std::sync::atomic::Ordering::SeqCst) == 1
+            {
+                // Raw stdout: the test harness captures `println!`.
+                let mut out = std::io::stdout();
+                let _ = writeln!(out, "MID");
+                let _ = out.flush();
                 std::thread::sleep(Duration::from_secs(120));
             }
             Ok(())
-        })
+        });
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        result
     }
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
         self.inner.save_checkpoint(note)
@@ -104,13 +113,20 @@ fn writer_child() {
     let location: StoreLocation = url.parse().unwrap();
     let backend = location.open(memlineage::OpenMode::Existing).unwrap();
     let mem = if mode == "pause" {
-        Memory::open(PauseMidBatch { inner: backend }).unwrap()
+        Memory::open(PauseMidBatch {
+            inner: backend,
+            appends: std::sync::atomic::AtomicUsize::new(0),
+        })
+        .unwrap()
     } else {
         Memory::open(backend).unwrap()
     };
     let me = p(&name);
     mem.keys().insert(&me, writer_key(&name));
+    // Raw stdout (the harness captures `println!`), starting on a line of its own: the harness
+    // has printed `test writer_child ... ` without a newline.
     let mut out = std::io::stdout();
+    writeln!(out).unwrap();
     let mut last: Option<EntryId> = None;
     let mut n = 0usize;
     let mut write = |size: usize, out: &mut std::io::Stdout| -> Result<(), Error> {

@@ -252,7 +252,9 @@ fn crash_child() {
     mem.keys().insert(&p("operator"), key(1));
     mem.keys().insert(&p("agent"), key(2));
     use std::io::Write;
+    // Raw stdout, starting on a line of its own (the harness printed `test crash_child ... `).
     let mut out = std::io::stdout();
+    writeln!(out).unwrap();
     for round in 0..3 {
         for w in mem
             .write_batch(batch(&format!("child {round}"), 9))

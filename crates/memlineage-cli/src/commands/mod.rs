@@ -9,9 +9,9 @@ pub mod demo;
 pub mod eval;
 pub mod gate;
 pub mod init;
-pub mod migrate;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod migrate;
 pub mod principal;
 pub mod proof;
 pub mod query;

@@ -65,7 +65,7 @@ fn distinct_terms(terms: &SearchTerms) -> Vec<&str> {
 }
 
 /// BM25 in one statement. `$1`: the distinct terms (text), `$2`: each as a quoted `tsquery`,
-/// `$3`: the terms joined by `|` as one `tsquery`, `$4`: the scope, `$5`: the limit. The
+/// `$3`: the terms joined by `|` as one `tsquery` (each sent as text and cast on the server), `$4`: the scope, `$5`: the limit. The
 /// document frequency of each term is counted through the GIN index; the matches in scope are
 /// scored term by term in query order (`sum(… ORDER BY ord)`).
 const BM25: &str = "
@@ -85,7 +85,7 @@ WITH st AS (
     CROSS JOIN LATERAL (SELECT ln((st.docs - q.n + 0.5::float8) / (q.n + 0.5::float8)) AS x) l
 ), hit AS (
     SELECT s.idx, s.len, s.terms, s.tfs FROM search s
-    WHERE array_to_tsvector(s.terms) @@ $3::tsquery
+    WHERE array_to_tsvector(s.terms) @@ ($3::text)::tsquery
       AND (s.scope = $4 OR starts_with(s.scope, $4 || '/'))
 )
 SELECT hit.idx
