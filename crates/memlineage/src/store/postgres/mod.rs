@@ -169,10 +169,11 @@ impl PostgresStore {
                         missing: "the log_head row".into(),
                     })
                 })?;
-            let reader = Reader::new(conn);
-            let first = reader.size()?;
-            let batch = guard.run(&reader, first)?;
-            drop(reader);
+            let (first, batch) = {
+                let reader = Reader::new(conn);
+                let first = reader.size()?;
+                (first, guard.run(&reader, first)?)
+            };
             append::write(conn, &batch, guard)?;
             Ok((first, batch.entries.first().map(|e| (e.id, e.index))))
         })();
@@ -187,7 +188,7 @@ impl PostgresStore {
             Ok(()) => Ok(first),
             // The server answered: it did not commit.
             Err(e) if !conn.is_closed() => Err(Attempt::Before(e)),
-            Err(e) => Err(Attempt::InDoubt { first, marker, e }),
+            Err(e) => Err(Attempt::InDoubt(Box::new(InDoubt { first, marker, e }))),
         }
     }
 
@@ -224,11 +225,17 @@ enum Attempt {
     /// Before or at the commit, with the server's answer: nothing was written.
     Before(Error),
     /// The connection was lost during the commit: the outcome is unknown until looked up.
-    InDoubt {
-        first: u64,
-        marker: Option<(EntryId, u64)>,
-        e: Error,
-    },
+    InDoubt(Box<InDoubt>),
+}
+
+/// An append whose commit got no answer.
+struct InDoubt {
+    /// The index the transaction fixed for the first entry.
+    first: u64,
+    /// The first entry's id and index, to look up (`None`: a batch without entries).
+    marker: Option<(EntryId, u64)>,
+    /// The error the commit got.
+    e: Error,
 }
 
 fn retryable(e: &Error) -> bool {
@@ -413,7 +420,8 @@ impl Backend for PostgresStore {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
-                Err(Attempt::InDoubt { first, marker, e }) => {
+                Err(Attempt::InDoubt(doubt)) => {
+                    let InDoubt { first, marker, e } = *doubt;
                     conn.discard();
                     drop(conn);
                     self.pool.clear();
