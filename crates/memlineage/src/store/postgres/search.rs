@@ -67,18 +67,21 @@ fn distinct_terms(terms: &SearchTerms) -> Vec<&str> {
 /// BM25 in one statement. `$1`: the distinct terms (text), `$2`: each as a quoted `tsquery`,
 /// `$3`: the terms joined by `|` as one `tsquery` (each sent as text and cast on the server), `$4`: the scope, `$5`: the limit. The
 /// document frequency of each term is counted through the GIN index; the matches in scope are
-/// scored term by term in query order (`sum(… ORDER BY ord)`).
+/// scored term by term in query order (`sum(… ORDER BY ord)`). The weights `q` and `w` are
+/// `MATERIALIZED`: inlined, they sat on the inner side of the nested loop over the matches
+/// (`w.term = ANY(hit.terms)` cannot be hashed), and each term's document count was computed
+/// again for every match — a retrieval from 4096 entries took 0.9 s instead of milliseconds.
 const BM25: &str = "
 WITH st AS (
     SELECT docs::float8 AS docs,
            greatest(length::float8 / docs::float8, 2.2250738585072014e-308::float8) AS avgdl
     FROM search_stats WHERE docs > 0
-), q AS (
+), q AS MATERIALIZED (
     SELECT u.term, u.ord,
            (SELECT count(*) FROM search s
             WHERE array_to_tsvector(s.terms) @@ u.query::tsquery)::float8 AS n
     FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(term, query, ord)
-), w AS (
+), w AS MATERIALIZED (
     SELECT q.term, q.ord,
            CASE WHEN l.x > 0::float8 THEN l.x ELSE 1e-6::float8 END AS idf
     FROM q CROSS JOIN st
