@@ -21,6 +21,9 @@ if [ -z "${MEMLINEAGE_OPENAPI_VALIDATOR:-}" ] && python3 -c 'import venv' 2>/dev
     export MEMLINEAGE_OPENAPI_VALIDATOR
 fi
 
+# Every feature includes `postgres`: the PostgreSQL store's tests (store_suite's `postgres::`,
+# pg_writers, store_faults, the CLI's migrate) start throwaway clusters with Debian's server
+# binaries (crates/memlineage-pgtest), in parallel with the rest.
 echo "== cargo tests (workspace, every feature)"
 cargo test --workspace --release --all-features
 

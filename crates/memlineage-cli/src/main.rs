@@ -73,6 +73,9 @@ enum Command {
     /// Follow the log from its checkpoints and proofs (read-only, no keys): report rollbacks,
     /// forks and entries that do not check.
     Monitor(commands::monitor::MonitorArgs),
+    /// Copy the log into a new store (any location to any location, e.g. SQLite to
+    /// PostgreSQL) and verify the copy end to end.
+    Migrate(commands::migrate::MigrateArgs),
     /// Full-text search, verified before anything is returned, rendered for a prompt.
     Search(commands::query::SearchArgs),
     /// Show an entry's lineage (ancestors or descendants) and why it has its label.
@@ -183,6 +186,7 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Verify => commands::verify::run(ctx),
         Command::Witness(c) => commands::witness::run(c, ctx),
         Command::Monitor(a) => commands::monitor::run(a, ctx),
+        Command::Migrate(a) => commands::migrate::run(a, ctx),
         Command::Search(a) => commands::query::search(a, ctx),
         Command::Lineage(a) => commands::query::lineage(a, ctx),
         Command::Gate(a) => commands::gate::gate(a, ctx),

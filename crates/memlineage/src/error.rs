@@ -767,6 +767,41 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
+/// A PostgreSQL error: retryable when the server could not be reached or the connection was
+/// lost, when it is shutting down or starting, has no free connection, or aborted the
+/// transaction for a serialization failure or a deadlock (SQLSTATE classes 08, 57P, 40001,
+/// 40P01, 53300) — retrying later may succeed; not retryable for anything the statement itself
+/// got wrong (a constraint, a type, a missing table).
+#[cfg(feature = "postgres")]
+impl From<postgres::Error> for Error {
+    fn from(e: postgres::Error) -> Self {
+        let code = e.code().map(|c| c.code().to_string());
+        let retryable = match code.as_deref() {
+            Some(c) => {
+                c.starts_with("08")
+                    || c.starts_with("57P")
+                    || matches!(c, "40001" | "40P01" | "53300")
+            }
+            // No SQLSTATE: retryable when the connection failed or closed (an I/O error), not
+            // for a value that did not convert or a malformed configuration.
+            None => {
+                e.is_closed()
+                    || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>())
+            }
+        };
+        let message = match e.as_db_error() {
+            Some(db) => format!("{}: {}", db.code().code(), db.message()),
+            None => e.to_string(),
+        };
+        Error::Storage(StorageError {
+            backend: "postgres",
+            message,
+            retryable,
+            source: Some(Box::new(e)),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! `memory:`, or PostgreSQL). The handle is the only way in: every append, relabel and
 //! deletion goes through its checks. See the crate README and `docs/architecture.md`.
 //!
-//! Features: `sqlite` (default; the embedded store), `openai` (an OpenAI-compatible judge),
+//! Features: `sqlite` (default; the embedded store), `postgres` (the PostgreSQL store), `openai` (an OpenAI-compatible judge),
 //! `models` (the local model), `unchecked-store-access` (raw store access for the evaluation,
 //! benchmarks and tamper tests; **not for production**, see [`unchecked`]).
 #![forbid(unsafe_code)]
@@ -29,9 +29,11 @@ pub use memlineage_core::entry::Scope;
 pub use memlineage_core::{AttributionName, PrincipalName};
 pub use memory::{AtRisk, RollbackWindow, VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use memory::{
-    AuditReport, Direction, EntryView, GateOutcome, GateRequest, IdPrefix, IntoBackend, Memory,
-    Settings, UnrecordedGate, WriteRequest, Written,
+    AuditReport, CopyReport, Direction, EntryView, GateOutcome, GateRequest, IdPrefix, IntoBackend,
+    Memory, Settings, UnrecordedGate, WriteRequest, Written,
 };
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;
 pub use store::{Backend, BackendRead, MemoryStore, OpenMode, StoreLocation};

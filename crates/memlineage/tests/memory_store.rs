@@ -4,7 +4,8 @@
 //! `memory::*`). Here: an edited in-memory store caught by retrieval, verify and the gate (the SQLite
 //! counterpart edits the database file: `retrieval_drops_tampered_entries`), a conformance check
 //! against the SQLite store (the same log replayed into both gives the same nodes, roots, proofs,
-//! indexes and search ranking), and a large batch signed like single writes.
+//! indexes and search ranking; the PostgreSQL store too), and a large batch signed like single
+//! writes.
 
 mod common;
 
@@ -220,11 +221,25 @@ fn mixed_log() -> Memory {
 
 #[test]
 fn same_log_same_answers_as_the_sqlite_store() {
+    same_answers_as_the_sqlite_store(Box::new(MemoryStore::new()));
+}
+
+/// The PostgreSQL store against SQLite: the same nodes, indexes, BM25 ranking (computed in SQL
+/// there), proofs and audit.
+#[test]
+fn postgres_gives_the_same_answers_as_the_sqlite_store() {
+    if let Some(store) = common::backends::postgres_store() {
+        same_answers_as_the_sqlite_store(store);
+    }
+}
+
+/// The mixed log replayed from SQLite into the empty `other`, and every answer compared.
+fn same_answers_as_the_sqlite_store(other: Box<dyn Backend>) {
     let sql = mixed_log();
-    let mem_store = MemoryStore::new();
-    copy_log(&sql, &mem_store);
+    let mem_store = other;
+    copy_log(&sql, &*mem_store);
     let a = sql.unchecked().backend();
-    let b = &mem_store;
+    let b: &dyn Backend = &*mem_store;
     let size = a.size().unwrap();
     assert_eq!(b.size().unwrap(), size);
     // Leaves, ids and every complete node.

@@ -14,6 +14,7 @@ pub mod init;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod monitor;
+pub mod migrate;
 pub mod principal;
 pub mod proof;
 pub mod query;

@@ -109,6 +109,12 @@ fn open_sqlite(_: &Path, _: OpenMode, shown: &str) -> Result<Box<dyn Backend>, E
     )))
 }
 
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, mode: OpenMode) -> Result<Box<dyn Backend>, Error> {
+    Ok(Box::new(super::PostgresStore::open(url, mode)?))
+}
+
+#[cfg(not(feature = "postgres"))]
 fn open_postgres(url: &str, _mode: OpenMode) -> Result<Box<dyn Backend>, Error> {
     Err(Error::Unavailable(format!(
         "{}: this build has no PostgreSQL backend (rebuild with the `postgres` feature)",
@@ -117,7 +123,7 @@ fn open_postgres(url: &str, _mode: OpenMode) -> Result<Box<dyn Backend>, Error> 
 }
 
 /// A PostgreSQL URL with its password replaced by `***`.
-fn redact(url: &str) -> String {
+pub(super) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };

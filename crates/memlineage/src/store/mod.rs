@@ -9,13 +9,16 @@
 //! handle (signatures, leaves against the tree, labels), so a store edited behind the program's
 //! back is caught by `verify` and by retrieval.
 //!
-//! Backends: [`SqliteStore`] (a file, durable; feature `sqlite`, on by default) and
+//! Backends: [`SqliteStore`] (a file, durable; feature `sqlite`, on by default),
+//! `PostgresStore` (a shared database for many writers on many hosts; feature `postgres`) and
 //! [`MemoryStore`] (RAM only). A [`StoreLocation`] (`PATH`, `sqlite:PATH`, `memory:`,
 //! `postgres://…`) names one and opens it.
 
 mod backend;
 mod location;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 pub(crate) mod provided;
 mod rows;
 #[cfg(feature = "sqlite")]
@@ -25,6 +28,8 @@ mod text;
 pub use backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
 pub use location::{OpenMode, STORE_FILE, StoreLocation};
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore, RETRY_FOR};
 pub use rows::{
     AppendBatch, ControlRecord, EdgeRow, EntryLabels, EntryRow, ForgottenRow, IndexRow, NewRecord,
     NoteRow, StoredEntry, StoredNote,

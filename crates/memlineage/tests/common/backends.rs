@@ -14,7 +14,7 @@ pub trait Edit {
 /// Implements `BackendRead` for `$ty` by forwarding to `self.$f`, the entries read passed
 /// through the wrapper's [`Edit`].
 macro_rules! delegate_backend {
-    ($ty:ty, $f:ident) => {
+    ($ty:ty, $f:tt) => {
         impl memlineage::store::BackendRead for $ty {
             fn size(&self) -> Result<u64, memlineage::Error> {
                 self.$f.size()
@@ -183,4 +183,22 @@ pub fn sqlite_mem() -> Box<dyn Backend> {
 /// A fresh in-memory store.
 pub fn memory() -> Box<dyn Backend> {
     Box::new(MemoryStore::new())
+}
+
+/// A fresh database in the test binary's PostgreSQL cluster (`memlineage-pgtest`), opened as a
+/// new store; `None` when PostgreSQL is not installed (and `CI` is not set: then it panics).
+pub fn postgres_store() -> Option<Box<dyn Backend>> {
+    let cluster = memlineage_pgtest::shared()?;
+    let url = cluster.database();
+    Some(
+        memlineage::StoreLocation::Postgres(url)
+            .open(memlineage::OpenMode::Create)
+            .unwrap(),
+    )
+}
+
+/// [`postgres_store`], for `all_stores!`: a test given this store on a machine without
+/// PostgreSQL is skipped before it is called.
+pub fn postgres() -> Box<dyn Backend> {
+    postgres_store().expect("PostgreSQL availability is checked before the test runs")
 }

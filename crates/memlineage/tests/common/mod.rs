@@ -120,7 +120,8 @@ pub fn assert_edited_vault_note_dropped(mem: &Memory, edited: &EntryId) {
 
 /// For each named `fn name(store: fn() -> Box<dyn Backend>)` of the calling file, one test per
 /// backend: `sqlite_file::name` (a database file in a temporary directory), `sqlite_mem::name`
-/// (SQLite in memory) and `memory::name` (the in-memory store). `store` makes a fresh, empty
+/// (SQLite in memory), `memory::name` (the in-memory store) and `postgres::name` (a database of
+/// the binary's PostgreSQL cluster). `store` makes a fresh, empty
 /// store of the backend each time it is called.
 macro_rules! all_stores {
     ($($name:ident),+ $(,)?) => {
@@ -148,6 +149,18 @@ macro_rules! all_stores {
                 #[test]
                 fn $name() {
                     super::$name(crate::common::backends::memory);
+                }
+            )+
+        }
+        /// The tests on PostgreSQL: a database each in the binary's throwaway cluster
+        /// (skipped with a message when PostgreSQL is not installed, failed under `CI`).
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    if memlineage_pgtest::shared().is_some() {
+                        super::$name(crate::common::backends::postgres);
+                    }
                 }
             )+
         }

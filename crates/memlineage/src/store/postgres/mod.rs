@@ -1,0 +1,452 @@
+//! The PostgreSQL store (feature `postgres`): one shared log that writer processes on many
+//! hosts append to, with the guarantees of the embedded store (`docs/store.md`, "The
+//! PostgreSQL store").
+//!
+//! **One total order.** Every append is one transaction that first locks the single row of
+//! `log_head` (`SELECT … FOR UPDATE`), then reads the log's size: appends from any number of
+//! connections, processes and hosts are serialised there, the first leaf index is fixed
+//! inside the transaction, and the handle's guard runs after it (READ COMMITTED: each
+//! statement sees every append committed before the lock was granted). Indices stay dense;
+//! nothing interleaves.
+//!
+//! **Durability.** The commit returns after PostgreSQL flushed its WAL record
+//! (`synchronous_commit = on` is set on every connection whose server default is weaker), so
+//! an acknowledged append survives a crash of the writer, of the server and of the machine. A
+//! batch is one transaction: one WAL flush (group commit).
+//!
+//! **Failures.** An error before the commit rolls back everything. A connection lost before
+//! the commit (a server restart) is retried on a new connection for up to [`RETRY_FOR`],
+//! running the guard again; a connection lost *during* the commit leaves its outcome unknown
+//! to the client, so the store looks the batch's first entry up on a new connection and
+//! reports what happened: committed (success) or not (a retryable error), never a guess.
+//!
+//! **Reads** take a pooled connection each (`conn.rs`); a snapshot is one `REPEATABLE READ,
+//! READ ONLY` transaction. Full-text search is BM25 in SQL (`search.rs`).
+
+mod append;
+mod conn;
+mod read;
+mod schema;
+mod search;
+
+use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
+use super::location::OpenMode;
+use super::rows::{ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry};
+use super::text::SearchTerms;
+use crate::error::{Error, InputError, StorageError, StoreState};
+use conn::{Conn, Pool, Pooled};
+use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::label::Weight;
+use memlineage_core::merkle::NodeId;
+use memlineage_core::{EntryId, Hash256};
+use read::Reader;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+pub use schema::SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION;
+
+/// How long an operation keeps retrying after the server became unreachable or aborted the
+/// transaction for a retryable reason (a restart takes a few seconds).
+pub const RETRY_FOR: Duration = Duration::from_secs(15);
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The PostgreSQL store.
+pub struct PostgresStore {
+    pool: Pool,
+    /// Where the store is, without the password.
+    shown: String,
+    /// Write transactions this value has committed.
+    commits: AtomicU64,
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/database?…`, or
+    /// the key/value form of libpq) and applies the schema migrations it lacks. `Existing`:
+    /// the database must hold a MemLineage schema; `Create`: it must not hold an initialised
+    /// store (an empty database gets the schema). A schema newer than this build's is refused.
+    pub fn open(url: &str, mode: OpenMode) -> Result<PostgresStore, Error> {
+        let shown = super::location::redact(url);
+        let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| {
+            Error::from(InputError::Location {
+                input: shown.chars().take(200).collect(),
+                problem: format!("not a PostgreSQL connection string: {e}"),
+            })
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("memlineage");
+        }
+        let pool = Pool::new(config);
+        let store = PostgresStore {
+            pool,
+            shown,
+            commits: AtomicU64::new(0),
+        };
+        store.prepare(mode)?;
+        Ok(store)
+    }
+
+    /// Checks the schema against `mode` and migrates it.
+    fn prepare(&self, mode: OpenMode) -> Result<(), Error> {
+        let mut conn = self.pool.get().map_err(|e| self.unreachable(e))?;
+        let found = schema::version(&mut conn)?;
+        if let Some(v) = found {
+            schema::check_supported(v)?;
+        }
+        if mode == OpenMode::Existing && found.unwrap_or(0) == 0 {
+            return Err(StoreState::Missing {
+                location: format!("{} (the database holds no MemLineage store)", self.shown),
+            }
+            .into());
+        }
+        schema::migrate(&mut conn)?;
+        if mode == OpenMode::Create {
+            let reader = Reader::new(&mut conn);
+            if reader.size()? != 0 || reader.setting("origin")?.is_some() {
+                return Err(StoreState::Exists {
+                    location: self.shown.clone(),
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// A server that cannot be reached at open, in words that name it.
+    fn unreachable(&self, e: Error) -> Error {
+        match e {
+            Error::Storage(s) => Error::Storage(StorageError {
+                message: format!("cannot connect to {}: {}", self.shown, s.message),
+                ..s
+            }),
+            e => e,
+        }
+    }
+
+    fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Runs `f` on a pooled connection, retrying on a new one while the error is retryable
+    /// and [`RETRY_FOR`] has not passed (reads, and writes that are idempotent).
+    fn with<R>(&self, mut f: impl FnMut(&mut Conn) -> Result<R, Error>) -> Result<R, Error> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let result = self.pool.get().and_then(|mut conn| {
+                let r = f(&mut conn);
+                if r.is_err() {
+                    conn.discard_if_broken();
+                }
+                r
+            });
+            match result {
+                Err(e) if retryable(&e) && started.elapsed() < RETRY_FOR => {
+                    self.pool.clear();
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// One append attempt on `conn`.
+    fn try_append(&self, conn: &mut Conn, guard: &mut AppendGuard<'_>) -> Result<u64, Attempt> {
+        let before = |e: Error| Attempt::Before(e);
+        conn.batch("BEGIN ISOLATION LEVEL READ COMMITTED")
+            .map_err(before)?;
+        let body = (|| -> Result<(u64, Option<(EntryId, u64)>), Error> {
+            // The lock first: every later statement sees the appends committed before it.
+            conn.query_opt("SELECT size FROM log_head WHERE one FOR UPDATE", &[])?
+                .ok_or_else(|| {
+                    Error::from(StoreState::NotInitialised {
+                        missing: "the log_head row".into(),
+                    })
+                })?;
+            let (first, batch) = {
+                let reader = Reader::new(conn);
+                let first = reader.size()?;
+                (first, guard.run(&reader, first)?)
+            };
+            append::write(conn, &batch, guard)?;
+            Ok((first, batch.entries.first().map(|e| (e.id, e.index))))
+        })();
+        let (first, marker) = match body {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = conn.batch("ROLLBACK");
+                return Err(Attempt::Before(e));
+            }
+        };
+        match conn.batch("COMMIT") {
+            Ok(()) => Ok(first),
+            // The server answered: it did not commit.
+            Err(e) if !conn.is_closed() => Err(Attempt::Before(e)),
+            Err(e) => Err(Attempt::InDoubt(Box::new(InDoubt { first, marker, e }))),
+        }
+    }
+
+    /// Whether an append whose commit got no answer was committed: its first entry is in the
+    /// log at the index the transaction fixed.
+    fn resolve(&self, first: u64, marker: Option<(EntryId, u64)>, e: Error) -> Result<u64, Error> {
+        let Some((id, index)) = marker else {
+            return Err(Error::Storage(StorageError {
+                message: format!(
+                    "the connection to {} was lost while committing an append without entries; it may or may not have been applied: {e}",
+                    self.shown
+                ),
+                retryable: false,
+                ..StorageError::new("postgres", "")
+            }));
+        };
+        let found = self.with(|c| Reader::new(c).labels_by_id(&id))?;
+        match found {
+            Some(l) if l.index == index => Ok(first),
+            _ => Err(Error::Storage(StorageError {
+                message: format!(
+                    "the connection to {} was lost while committing; the append was not applied: {e}",
+                    self.shown
+                ),
+                retryable: true,
+                ..StorageError::new("postgres", "")
+            })),
+        }
+    }
+}
+
+/// How an append attempt failed.
+enum Attempt {
+    /// Before or at the commit, with the server's answer: nothing was written.
+    Before(Error),
+    /// The connection was lost during the commit: the outcome is unknown until looked up.
+    InDoubt(Box<InDoubt>),
+}
+
+/// An append whose commit got no answer.
+struct InDoubt {
+    /// The index the transaction fixed for the first entry.
+    first: u64,
+    /// The first entry's id and index, to look up (`None`: a batch without entries).
+    marker: Option<(EntryId, u64)>,
+    /// The error the commit got.
+    e: Error,
+}
+
+fn retryable(e: &Error) -> bool {
+    matches!(e, Error::Storage(s) if s.retryable)
+}
+
+impl Pooled<'_> {
+    /// Drops the connection instead of returning it when it closed or is left in a failed
+    /// transaction.
+    fn discard_if_broken(&mut self) {
+        if self.is_closed() || self.batch("ROLLBACK").is_err() {
+            self.discard();
+        }
+    }
+}
+
+macro_rules! delegate_read {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        impl BackendRead for PostgresStore {
+            $(fn $name(&self, $($arg: $ty),*) -> $ret {
+                self.with(|c| Reader::new(c).$name($($arg),*))
+            })*
+            fn text_index(&self) -> &dyn TextIndex {
+                self
+            }
+        }
+    };
+}
+
+delegate_read! {
+    size() -> Result<u64, Error>;
+    entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
+    entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
+    ids_from(from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error>;
+    nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
+    children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
+    edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
+    edge_count() -> Result<Option<u64>, Error>;
+    indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
+    control_records(kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
+    labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+    index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
+    latest_checkpoint() -> Result<Option<String>, Error>;
+    setting(key: &str) -> Result<Option<String>, Error>;
+}
+
+impl TextIndex for PostgresStore {
+    fn search(&self, terms: &SearchTerms, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
+        self.with(|c| Reader::new(c).search(terms, scope, limit))
+    }
+}
+
+/// A read transaction on one pooled connection, ended when dropped.
+struct Snapshot<'a> {
+    conn: RefCell<Pooled<'a>>,
+}
+
+impl Snapshot<'_> {
+    fn read<R>(&self, f: impl FnOnce(&Reader<'_>) -> Result<R, Error>) -> Result<R, Error> {
+        let mut conn = self
+            .conn
+            .try_borrow_mut()
+            .map_err(|_| Error::internal("a PostgreSQL snapshot was used re-entrantly"))?;
+        f(&Reader::new(&mut conn))
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        let conn = self.conn.get_mut();
+        if conn.batch("COMMIT").is_err() {
+            conn.discard();
+        }
+    }
+}
+
+macro_rules! delegate_snapshot {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        impl BackendRead for Snapshot<'_> {
+            $(fn $name(&self, $($arg: $ty),*) -> $ret {
+                self.read(|r| r.$name($($arg),*))
+            })*
+            fn text_index(&self) -> &dyn TextIndex {
+                self
+            }
+        }
+    };
+}
+
+delegate_snapshot! {
+    size() -> Result<u64, Error>;
+    entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
+    entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
+    ids_from(from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error>;
+    nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
+    children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
+    edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
+    edge_count() -> Result<Option<u64>, Error>;
+    indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
+    control_records(kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
+    labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+    index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
+    latest_checkpoint() -> Result<Option<String>, Error>;
+    setting(key: &str) -> Result<Option<String>, Error>;
+}
+
+impl TextIndex for Snapshot<'_> {
+    fn search(&self, terms: &SearchTerms, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
+        self.read(|r| r.search(terms, scope, limit))
+    }
+}
+
+impl Backend for PostgresStore {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn location(&self) -> String {
+        self.shown.clone()
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn BackendRead + '_>, Error> {
+        let started = Instant::now();
+        loop {
+            let attempt = self.pool.get().and_then(|mut conn| {
+                match conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") {
+                    Ok(()) => Ok(conn),
+                    Err(e) => {
+                        conn.discard();
+                        Err(e)
+                    }
+                }
+            });
+            match attempt {
+                Ok(conn) => {
+                    return Ok(Box::new(Snapshot {
+                        conn: RefCell::new(conn),
+                    }));
+                }
+                Err(e) if retryable(&e) && started.elapsed() < RETRY_FOR => {
+                    self.pool.clear();
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let mut conn = match self.pool.get() {
+                Ok(c) => c,
+                Err(e) if retryable(&e) && started.elapsed() < RETRY_FOR => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match self.try_append(&mut conn, guard) {
+                Ok(first) => {
+                    self.committed();
+                    return Ok(first);
+                }
+                Err(Attempt::Before(e)) => {
+                    if conn.is_closed() {
+                        conn.discard();
+                        self.pool.clear();
+                    }
+                    if !(retryable(&e) && started.elapsed() < RETRY_FOR) {
+                        return Err(e);
+                    }
+                    drop(conn);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(Attempt::InDoubt(doubt)) => {
+                    let InDoubt { first, marker, e } = *doubt;
+                    conn.discard();
+                    drop(conn);
+                    self.pool.clear();
+                    let first = self.resolve(first, marker, e)?;
+                    self.committed();
+                    return Ok(first);
+                }
+            }
+        }
+    }
+
+    fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
+        let size = read::to_i64(note.size())?;
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO checkpoints (size, note) VALUES ($1, $2) \
+                 ON CONFLICT (size) DO UPDATE SET note = excluded.note",
+                &[&size, &note.note()],
+            )
+        })?;
+        self.committed();
+        Ok(())
+    }
+
+    fn commits(&self) -> Option<u64> {
+        Some(self.commits.load(Ordering::SeqCst))
+    }
+}

@@ -1,0 +1,228 @@
+//! The PostgreSQL schema and its migrations (`docs/store.md`, "The PostgreSQL store").
+//!
+//! The schema is versioned by the table `memlineage_schema`, one row per migration applied.
+//! Opening a store applies the migrations it lacks, each in one transaction with the row that
+//! records it, so a migration is applied entirely or not at all; processes that open a store
+//! at the same moment race harmlessly (the loser's transaction fails on the winner's tables or
+//! version row, is rolled back, and it reads the version again). A store whose version is newer
+//! than this build's is refused, never written to.
+
+use super::conn::Conn;
+use crate::error::{Error, StoreState};
+
+/// One step of the schema.
+pub(super) struct Migration {
+    /// The version the schema has after it.
+    pub(super) version: u32,
+    /// What it does, recorded beside the version.
+    pub(super) description: &'static str,
+    /// The statements.
+    pub(super) sql: &'static str,
+}
+
+/// Every migration, in order; the last one's version is [`SCHEMA_VERSION`].
+pub(super) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "the log: settings, log head, entries, content, edges, nodes, forgotten, effective labels, checkpoints",
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        description: "full-text search: documents with their terms (GIN over array_to_tsvector) and BM25 statistics",
+        sql: V2,
+    },
+];
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The table of applied migrations.
+const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS memlineage_schema (
+    version     integer PRIMARY KEY,
+    description text NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+)";
+
+/// Version 1: the log and its derived tables, as in the SQLite store (`docs/store.md`).
+const V1: &str = "
+CREATE TABLE settings (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
+-- One row: the lock every append takes first (SELECT ... FOR UPDATE), so appends from any
+-- number of processes and hosts are serialised, and the log's size after the last append.
+CREATE TABLE log_head (
+    one  boolean PRIMARY KEY DEFAULT true CHECK (one),
+    size bigint NOT NULL
+);
+INSERT INTO log_head (one, size) VALUES (true, 0);
+CREATE TABLE entries (
+    idx    bigint PRIMARY KEY,           -- leaf index, 0-based, dense
+    id     bytea NOT NULL UNIQUE,        -- SHA-256 of the canonical body
+    leaf   bytea NOT NULL,               -- canonical CBOR leaf
+    scope  text NOT NULL,
+    writer text NOT NULL,
+    kind   text NOT NULL,
+    label  text NOT NULL                 -- the signed label (a copy for queries)
+);
+CREATE INDEX entries_writer ON entries (writer, idx);
+CREATE INDEX entries_kind ON entries (kind, idx);
+CREATE TABLE content (
+    idx   bigint PRIMARY KEY,            -- = entries.idx
+    bytes bytea                          -- NULL once erased
+);
+CREATE TABLE edges (
+    parent bytea NOT NULL,
+    child  bytea NOT NULL,
+    weight integer NOT NULL,             -- basis points
+    PRIMARY KEY (parent, child)
+);
+CREATE TABLE nodes (
+    level smallint NOT NULL,             -- 0 = leaf hash
+    idx   bigint NOT NULL,
+    hash  bytea NOT NULL,
+    PRIMARY KEY (level, idx)
+);
+CREATE TABLE forgotten (
+    id        bytea PRIMARY KEY,
+    tombstone bytea NOT NULL,
+    erased    boolean NOT NULL
+);
+CREATE TABLE effective (
+    id    bytea PRIMARY KEY,
+    label text NOT NULL
+);
+CREATE TABLE checkpoints (
+    size bigint PRIMARY KEY,
+    note text NOT NULL
+);
+";
+
+/// Version 2: the full-text index. A document's distinct terms (the handle's tokens) and
+/// their frequencies, matched through a GIN index over `array_to_tsvector(terms)` and ranked
+/// by BM25 from the frequencies, the document's length and the live totals in `search_stats`.
+const V2: &str = "
+CREATE TABLE search (
+    idx   bigint PRIMARY KEY,            -- = entries.idx of a live, indexed entry
+    scope text NOT NULL,                 -- copy of the signed scope (pre-filter)
+    len   integer NOT NULL,              -- tokens in the text
+    terms text[] NOT NULL,               -- distinct terms
+    tfs   integer[] NOT NULL             -- their frequencies, in the order of terms
+);
+CREATE INDEX search_terms ON search USING gin (array_to_tsvector(terms));
+CREATE TABLE search_stats (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    docs   bigint NOT NULL,              -- live documents
+    length bigint NOT NULL               -- their tokens, in total
+);
+INSERT INTO search_stats (one, docs, length) VALUES (true, 0, 0);
+";
+
+/// SQLSTATEs of a lost race between two processes migrating at once: a unique violation (the
+/// version row, or a catalog row of a table made by both), a table that already exists, a
+/// serialization failure, a deadlock.
+const RACE: [&str; 4] = ["23505", "42P07", "40001", "40P01"];
+
+/// How often a migration that lost a race is tried again.
+const RACE_RETRIES: usize = 16;
+
+/// The schema version of the database, `None` when it holds no MemLineage schema.
+pub(super) fn version(conn: &mut Conn) -> Result<Option<u32>, Error> {
+    let exists = conn
+        .query_opt(
+            "SELECT 1 FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = 'memlineage_schema'",
+            &[],
+        )?
+        .is_some();
+    if !exists {
+        return Ok(None);
+    }
+    let row = conn.query_opt("SELECT max(version) FROM memlineage_schema", &[])?;
+    let v: Option<i32> = match row {
+        Some(r) => r.try_get(0)?,
+        None => None,
+    };
+    Ok(Some(v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0)))
+}
+
+/// Refuses a schema newer than this build's.
+pub(super) fn check_supported(found: u32) -> Result<(), Error> {
+    if found > SCHEMA_VERSION {
+        return Err(StoreState::UnsupportedSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Applies the migrations the database lacks; returns the version it then has.
+pub(super) fn migrate(conn: &mut Conn) -> Result<u32, Error> {
+    let mut races = 0;
+    loop {
+        match step(conn) {
+            Ok(Some(_)) => races = 0,
+            Ok(None) => return Ok(SCHEMA_VERSION),
+            Err(e) if lost_race(&e) && races < RACE_RETRIES => {
+                races += 1;
+                let _ = conn.batch("ROLLBACK");
+            }
+            Err(e) => {
+                let _ = conn.batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Applies the next migration in one transaction; `None` when the schema is current.
+fn step(conn: &mut Conn) -> Result<Option<u32>, Error> {
+    conn.batch(VERSION_TABLE)?;
+    conn.batch("BEGIN")?;
+    let found = version(conn)?.unwrap_or(0);
+    check_supported(found)?;
+    let Some(next) = MIGRATIONS.iter().find(|m| m.version == found + 1) else {
+        conn.batch("COMMIT")?;
+        return Ok(None);
+    };
+    conn.batch(next.sql)?;
+    let v = i32::try_from(next.version).unwrap_or(i32::MAX);
+    conn.execute(
+        "INSERT INTO memlineage_schema (version, description) VALUES ($1, $2)",
+        &[&v, &next.description],
+    )?;
+    conn.batch("COMMIT")?;
+    Ok(Some(next.version))
+}
+
+fn lost_race(e: &Error) -> bool {
+    let Error::Storage(s) = e else {
+        return false;
+    };
+    let code = s
+        .source
+        .as_ref()
+        .and_then(|src| src.downcast_ref::<postgres::Error>())
+        .and_then(postgres::Error::code)
+        .map(|c| c.code());
+    code.is_some_and(|c| RACE.contains(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order_up_to_the_version() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1);
+            assert!(!m.description.is_empty() && !m.sql.trim().is_empty());
+        }
+        assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(SCHEMA_VERSION));
+        assert!(check_supported(SCHEMA_VERSION).is_ok());
+        assert!(check_supported(SCHEMA_VERSION + 1).is_err());
+    }
+}
