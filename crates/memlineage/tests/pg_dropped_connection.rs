@@ -79,6 +79,9 @@ impl Backend for Dropper {
     fn commits(&self) -> Option<u64> {
         self.inner.commits()
     }
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
 }
 
 /// A shared handle to the [`Dropper`], so the test arms it after the handle owns it.
@@ -105,6 +108,9 @@ impl Backend for Shared {
     }
     fn commits(&self) -> Option<u64> {
         self.0.commits()
+    }
+    fn read_only(&self) -> bool {
+        self.0.read_only()
     }
 }
 

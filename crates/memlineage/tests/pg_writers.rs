@@ -94,6 +94,9 @@ impl Backend for PauseMidBatch {
     fn commits(&self) -> Option<u64> {
         self.inner.commits()
     }
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
 }
 
 /// The writer process. Modes: `batches` (a fixed number of batches of varied sizes, each

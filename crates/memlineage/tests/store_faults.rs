@@ -108,6 +108,9 @@ impl Backend for Faulty {
     fn commits(&self) -> Option<u64> {
         self.inner.commits()
     }
+    fn read_only(&self) -> bool {
+        self.inner.read_only()
+    }
 }
 
 /// A shared handle to a [`Faulty`], so the test can arm it after the handle owns it.
@@ -134,6 +137,9 @@ impl Backend for Shared {
     }
     fn commits(&self) -> Option<u64> {
         self.0.commits()
+    }
+    fn read_only(&self) -> bool {
+        self.0.read_only()
     }
 }
 

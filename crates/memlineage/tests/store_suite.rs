@@ -430,6 +430,21 @@ fn checkpoints_and_settings(store: fn() -> Box<dyn Backend>) {
     let size = mem.size().unwrap();
     unchecked::save_checkpoint(r, size, "replaced").unwrap();
     assert_eq!(r.latest_checkpoint().unwrap().as_deref(), Some("replaced"));
+    // Notes by size, largest first, bounded above and in number (witnesses, readers).
+    let notes = r.checkpoint_notes(u64::MAX, 10).unwrap();
+    let sizes: Vec<u64> = notes.iter().map(|n| n.size).collect();
+    assert!(sizes.windows(2).all(|w| w[0] > w[1]), "{sizes:?}");
+    assert_eq!((sizes[0], notes[0].note.as_str()), (size, "replaced"));
+    assert!(sizes.contains(&2));
+    let below: Vec<u64> = r
+        .checkpoint_notes(size - 1, 10)
+        .unwrap()
+        .iter()
+        .map(|n| n.size)
+        .collect();
+    assert_eq!(below, sizes[1..].to_vec());
+    assert_eq!(r.checkpoint_notes(u64::MAX, 1).unwrap().len(), 1);
+    assert!(r.checkpoint_notes(1, 10).unwrap().is_empty());
     for k in ["origin", "tau", "fallback", "operator"] {
         assert!(r.setting(k).unwrap().is_some(), "{k}");
     }

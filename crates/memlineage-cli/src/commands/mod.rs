@@ -13,8 +13,8 @@ pub mod history;
 pub mod init;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod monitor;
 pub mod migrate;
+pub mod monitor;
 pub mod principal;
 pub mod proof;
 pub mod query;

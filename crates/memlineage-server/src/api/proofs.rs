@@ -144,7 +144,7 @@ pub async fn latest_checkpoint(
     let out = state
         .read(|mem| {
             // Verified (signature and tree) before it is returned.
-            let (_, note) = mem.latest_checkpoint_note()?.ok_or_else(|| {
+            let (_, note) = mem.latest_checkpoint_verified()?.ok_or_else(|| {
                 ApiError::not_found(
                     "no checkpoint was signed yet: POST /v1/checkpoint with an operator token",
                 )

@@ -190,12 +190,13 @@ impl Memory {
     /// The latest signed checkpoint, verified against the operator's keys (any key the
     /// operator has held) and against the stored tree. `None` when none was ever made.
     pub fn latest_checkpoint(&self) -> Result<Option<Checkpoint>, Error> {
-        Ok(self.latest_checkpoint_note()?.map(|(cp, _)| cp))
+        Ok(self.latest_checkpoint_verified()?.map(|(cp, _)| cp))
     }
 
     /// [`Memory::latest_checkpoint`] with the signed note itself, verified the same way (for
-    /// callers that hand the note on: the HTTP service, witnesses).
-    pub fn latest_checkpoint_note(&self) -> Result<Option<(Checkpoint, String)>, Error> {
+    /// callers that hand the note on: the HTTP service). [`Memory::latest_checkpoint_note`]
+    /// is the stored note with its cosignatures, unverified.
+    pub fn latest_checkpoint_verified(&self) -> Result<Option<(Checkpoint, String)>, Error> {
         let registry = self.refresh_registry()?;
         let r = self.backend.snapshot()?;
         let Some(note) = r.latest_checkpoint()? else {

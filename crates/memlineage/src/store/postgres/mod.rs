@@ -31,7 +31,7 @@ mod search;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
 use super::location::OpenMode;
-use super::rows::{ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry};
+use super::rows::{ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote};
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StorageError, StoreState};
 use conn::{Conn, Pool, Pooled};
@@ -60,6 +60,9 @@ pub struct PostgresStore {
     shown: String,
     /// Write transactions this value has committed.
     commits: AtomicU64,
+    /// Opened with [`OpenMode::ReadOnly`]: every session is `default_transaction_read_only`,
+    /// the schema is never migrated, and both writes are refused.
+    read_only: bool,
 }
 
 impl PostgresStore {
@@ -81,11 +84,21 @@ impl PostgresStore {
         if config.get_application_name().is_none() {
             config.application_name("memlineage");
         }
+        let read_only = mode == OpenMode::ReadOnly;
+        if read_only {
+            // The server itself refuses writes on these sessions, whatever this crate does.
+            let options = match config.get_options() {
+                Some(o) => format!("{o} -c default_transaction_read_only=on"),
+                None => "-c default_transaction_read_only=on".to_string(),
+            };
+            config.options(&options);
+        }
         let pool = Pool::new(config);
         let store = PostgresStore {
             pool,
             shown,
             commits: AtomicU64::new(0),
+            read_only,
         };
         store.prepare(mode)?;
         Ok(store)
@@ -98,11 +111,26 @@ impl PostgresStore {
         if let Some(v) = found {
             schema::check_supported(v)?;
         }
-        if mode == OpenMode::Existing && found.unwrap_or(0) == 0 {
+        if matches!(mode, OpenMode::Existing | OpenMode::ReadOnly) && found.unwrap_or(0) == 0 {
             return Err(StoreState::Missing {
                 location: format!("{} (the database holds no MemLineage store)", self.shown),
             }
             .into());
+        }
+        if mode == OpenMode::ReadOnly {
+            // A reader changes nothing, not even the schema: an older one is refused.
+            return match found {
+                Some(v) if v == schema::SCHEMA_VERSION => Ok(()),
+                Some(v) => Err(StoreState::UnsupportedSchema {
+                    found: v,
+                    supported: schema::SCHEMA_VERSION,
+                }
+                .into()),
+                None => Err(StoreState::Missing {
+                    location: self.shown.clone(),
+                }
+                .into()),
+            };
         }
         schema::migrate(&mut conn)?;
         if mode == OpenMode::Create {
@@ -126,6 +154,17 @@ impl PostgresStore {
             }),
             e => e,
         }
+    }
+
+    /// Refuses a write through a read-only open ([`StoreState::ReadOnly`]).
+    fn writable(&self) -> Result<(), Error> {
+        if self.read_only {
+            return Err(StoreState::ReadOnly {
+                location: self.shown.clone(),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     fn committed(&self) {
@@ -282,6 +321,7 @@ delegate_read! {
     labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
     latest_checkpoint() -> Result<Option<String>, Error>;
+    checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
 }
 
@@ -345,6 +385,7 @@ delegate_snapshot! {
     labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
     index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
     latest_checkpoint() -> Result<Option<String>, Error>;
+    checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
 }
 
@@ -391,6 +432,7 @@ impl Backend for PostgresStore {
     }
 
     fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
+        self.writable()?;
         let started = Instant::now();
         let mut pause = Duration::from_millis(20);
         loop {
@@ -434,6 +476,7 @@ impl Backend for PostgresStore {
     }
 
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
+        self.writable()?;
         let size = read::to_i64(note.size())?;
         self.with(|c| {
             c.execute(
@@ -448,5 +491,9 @@ impl Backend for PostgresStore {
 
     fn commits(&self) -> Option<u64> {
         Some(self.commits.load(Ordering::SeqCst))
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
     }
 }

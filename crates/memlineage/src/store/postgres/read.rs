@@ -6,7 +6,7 @@ use super::search;
 use crate::error::{Error, InputError, IntegrityCheck};
 use crate::store::backend::{BackendRead, TextIndex};
 use crate::store::provided::{erased_control, missing_node};
-use crate::store::rows::{ControlRecord, EntryLabels, IndexRow, StoredEntry};
+use crate::store::rows::{ControlRecord, EntryLabels, IndexRow, StoredEntry, StoredNote};
 use crate::store::text::SearchTerms;
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::label::{TrustLabel, Weight};
@@ -360,6 +360,32 @@ impl BackendRead for Reader<'_> {
             .map(|r| r.try_get(0))
             .transpose()
             .map_err(Error::from)
+        })
+    }
+
+    fn checkpoint_notes(&self, max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error> {
+        let max = i64::try_from(max_size).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with(|c| {
+            c.query(
+                "SELECT size, note FROM checkpoints WHERE size <= $1 ORDER BY size DESC LIMIT $2",
+                &[&max, &limit],
+            )?
+            .iter()
+            .map(|r| {
+                let size: i64 = r.try_get(0)?;
+                let size = u64::try_from(size).map_err(|_| {
+                    Error::integrity(
+                        IntegrityCheck::Checkpoint,
+                        format!("stored checkpoint size {size} is negative"),
+                    )
+                })?;
+                Ok(StoredNote {
+                    size,
+                    note: r.try_get(1)?,
+                })
+            })
+            .collect()
         })
     }
 
