@@ -14,6 +14,7 @@ pub use error::Error;
 pub mod clock;
 pub mod keyring;
 pub mod memory;
+pub mod search;
 
 pub use clock::{Clock, StepClock, SystemClock};
 pub use keyring::Keyring;
