@@ -103,3 +103,44 @@ fn long_texts_are_truncated_to_256_tokens() {
     assert_eq!((ids[0], ids[255]), (101, 102), "[CLS] … [SEP] kept");
     assert_eq!(e.embed_one(&long).expect("embed").len(), 384);
 }
+
+/// Costs (`cargo test --release -p memlineage-models --test model -- --ignored --nocapture
+/// embed_costs`): one short query, and a batch of entry-sized texts (~180 bytes).
+#[test]
+#[ignore]
+fn embed_costs() {
+    let Some(e) = embedder() else { return };
+    let q = "Which doctor takes care of Alice's teeth?";
+    let mut times = Vec::new();
+    for _ in 0..30 {
+        let t = std::time::Instant::now();
+        e.embed_one(q).expect("embed");
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    eprintln!(
+        "query ({} tokens): median {:.2} ms",
+        e.token_ids(q).expect("ids").len(),
+        times[15]
+    );
+    let texts: Vec<String> = (0..256)
+        .map(|i| {
+            format!(
+                "Entry {i}: the tenant of flat {i} on Harbour Road reported that the heating \
+                 failed again on Tuesday; the landlord promised a technician visit before the \
+                 weekend and a rent reduction of {} euros.",
+                i * 7
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t = std::time::Instant::now();
+    e.embed(&refs).expect("embed");
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!(
+        "256 texts of ~{} tokens: {:.2} s, {:.0} texts/s",
+        e.token_ids(refs[0]).expect("ids").len(),
+        secs,
+        256.0 / secs
+    );
+}

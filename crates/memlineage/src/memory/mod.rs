@@ -14,6 +14,7 @@ mod parent_labels;
 mod read;
 mod relabel;
 mod retrieve;
+mod semantic;
 mod signature_helper;
 mod signing;
 mod verified_note;
@@ -83,6 +84,9 @@ pub struct Memory<S: Store> {
     /// The helper thread that verifies retrievals' signatures beside them
     /// (`signature_helper.rs`).
     signatures: signature_helper::SignatureHelper,
+    /// The embedding model and vector index of semantic retrieval, when a model is attached
+    /// (`semantic.rs`).
+    semantic: Option<semantic::Semantic>,
     clock: Box<dyn Clock>,
 }
 
@@ -149,6 +153,7 @@ impl<S: Store> Memory<S> {
             labels: label_cache::LabelCache::default(),
             verified_note: verified_note::VerifiedNote::default(),
             signatures: signature_helper::SignatureHelper::default(),
+            semantic: None,
             clock: Box::new(SystemClock),
         }
     }

@@ -98,6 +98,14 @@ impl<S: Store> Memory<S> {
     /// Full-text search (BM25) within `scope` and below, verified and rendered.
     pub fn search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Retrieval, Error> {
         let indices = self.store.search(query, scope.as_str(), limit)?;
+        self.retrieve_indices(indices, scope)
+    }
+
+    /// Reads the entries an index found (leaf indices, best first) and verifies them for a
+    /// prompt within `scope`, exactly as [`Memory::search`] verifies its results: whatever
+    /// index found them, the checks are the same, so an index outside the handle (or a
+    /// tampered one) can only choose and order candidates.
+    pub fn retrieve_indices(&self, indices: Vec<u64>, scope: &Scope) -> Result<Retrieval, Error> {
         let mut candidates = Vec::with_capacity(indices.len());
         let mut dropped = Vec::new();
         let mut batch = batch_read(indices.len(), self.store.entries_by_index(&indices));

@@ -12,9 +12,11 @@
 //!
 //! `docs/retrieval.md` describes the algorithms and their measurements.
 
+pub mod embedder;
 pub mod fusion;
 pub mod lexical;
 pub mod mode;
 pub mod vector;
 
+pub use embedder::TextEmbedder;
 pub use mode::SearchMode;

@@ -188,6 +188,23 @@ impl LexicalIndex {
         id
     }
 
+    /// Bytes held (posting blocks, block headers, documents, terms), approximately.
+    pub fn memory_bytes(&self) -> usize {
+        let blocks: usize = self
+            .lists
+            .iter()
+            .map(|l| {
+                std::mem::size_of::<PostingList>()
+                    + l.blocks
+                        .iter()
+                        .map(|b| std::mem::size_of::<Block>() + b.bytes.capacity())
+                        .sum::<usize>()
+            })
+            .sum();
+        let terms: usize = self.term_ids.keys().map(|t| t.len() + 32).sum();
+        blocks + terms + self.docs.capacity() * std::mem::size_of::<Doc>()
+    }
+
     /// Whether `doc` is live.
     pub(super) fn is_live(&self, doc: u64) -> bool {
         self.doc(doc).is_some()

@@ -18,6 +18,15 @@
 //! add up to no more than the k-th score is skipped block by block without being decoded. The
 //! answer is exactly the full ranking's (a property test compares them).
 //!
+//! **Bounded candidates.** An exact top-k must find the documents that hold several query
+//! terms, which on text whose terms are spread evenly means walking the shortest matching
+//! list: its length grows with the store. [`LexicalIndex::top_k_within`] bounds that work: a
+//! document is a candidate when a query term occurs in it among that term's most recent
+//! [`CANDIDATE_WINDOW`] postings; candidates are scored exactly, over every query term, and
+//! ranked as above. For terms in fewer entries than the window (names, codes, rare words) the
+//! answer is the exact ranking of the whole store; a frequent term proposes its recent
+//! entries (a property test checks the answer against a full ranking of the candidates).
+//!
 //! **Filtering.** The caller's `accept` (the scope pre-filter) runs on every document that
 //! would enter the top k, so the answer is the best `k` among accepted documents, exactly as
 //! filtering before ranking. Removed documents (forgotten entries) are never returned.
@@ -29,6 +38,12 @@ pub mod tokens;
 pub mod topk;
 
 pub use index::LexicalIndex;
+
+/// The candidate window of a lexical search ([`LexicalIndex::top_k_within`]): the postings of
+/// each query term that may propose candidates (its most recent ones). 1024 keeps the work of
+/// a two-word query to a few thousand postings at any store size; a term in at most 1024
+/// entries is searched over the whole store.
+pub const CANDIDATE_WINDOW: usize = 1024;
 pub use topk::{Hit, TopKStats};
 
 #[cfg(test)]

@@ -98,6 +98,66 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// The windowed top-k is the full ranking of the documents that hold a query term among
+    /// that term's last blocks of `window` postings, scored over every query term.
+    #[test]
+    fn windowed_top_k_is_the_full_ranking_of_its_candidates(
+        texts in proptest::collection::vec(text_strategy(), 1..600),
+        query in "[a-e ]{0,3}( rent| vault| code)?",
+        k in 1usize..12,
+        window in 1usize..400,
+    ) {
+        let docs: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
+        let mut ix = LexicalIndex::new();
+        for (d, t) in &docs {
+            ix.insert(*d, t);
+        }
+        // Each term's floor, as the index lays out its blocks.
+        let floors: Vec<(String, u64)> = query_terms(&query)
+            .into_iter()
+            .filter_map(|t| {
+                let list = ix.list(&t)?;
+                let mut held = 0usize;
+                let mut floor = 0u64;
+                for b in list.blocks.iter().rev() {
+                    if held >= window {
+                        floor = b.last + 1;
+                        break;
+                    }
+                    held += b.count as usize;
+                }
+                Some((t, floor))
+            })
+            .collect();
+        let candidate = |d: u64| {
+            let text = &docs[d as usize].1;
+            let mut terms = Vec::new();
+            each_term(text, &mut String::new(), |x| terms.push(x.to_string()));
+            floors.iter().any(|(t, f)| d >= *f && terms.contains(t))
+        };
+        let want = full_ranking(&docs, &[], &query, k, candidate);
+        let got = ix.top_k_within(&query, k, window, |_| true);
+        prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>());
+    }
+}
+
+/// With a window, the work per query stays bounded as the index grows.
+#[test]
+fn a_window_bounds_the_work() {
+    let ix = zipf_corpus(60_000);
+    let (_, exact) = ix.top_k_with_stats("w300 w907", 8, usize::MAX, |_| true);
+    let (hits, bounded) = ix.top_k_with_stats("w300 w907", 8, 128, |_| true);
+    assert_eq!(hits.len(), 8);
+    assert!(bounded.docs_scored <= 2 * 256 + 8, "{bounded:?}");
+    assert!(
+        bounded.docs_scored * 2 < exact.docs_scored,
+        "{bounded:?} {exact:?}"
+    );
+}
+
 #[test]
 fn removed_documents_are_never_returned() {
     let mut ix = LexicalIndex::new();
@@ -163,7 +223,7 @@ fn a_common_term_is_only_probed() {
     let common = ix.list("w0").unwrap();
     let rare = ix.list("rare").unwrap();
     assert!(common.df > 10 * rare.df);
-    let (hits, stats) = ix.top_k_with_stats("w0 rare", 8, |_| true);
+    let (hits, stats) = ix.top_k_with_stats("w0 rare", 8, usize::MAX, |_| true);
     assert_eq!(hits.len(), 8);
     assert!(stats.docs_scored <= rare.df + 8, "{stats:?}");
     let blocks = (common.blocks.len() + rare.blocks.len()) as u64;

@@ -46,12 +46,31 @@ struct Cursor<'a> {
     decoded: Option<usize>,
     postings: Vec<(u64, u32)>,
     pos: usize,
+    /// Documents below this are never candidates from this term (its window); they are still
+    /// scored exactly when another term proposes them.
+    floor: u64,
+    /// The block last decoded for a probe below the cursor, and its postings.
+    probed: Option<usize>,
+    probe_postings: Vec<(u64, u32)>,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(list: &'a PostingList, slot: usize, c: &Collection) -> Cursor<'a> {
+    fn new(list: &'a PostingList, slot: usize, c: &Collection, window: usize) -> Cursor<'a> {
         let idf = c.idf(list.df);
+        // The window: the trailing blocks that hold at least `window` postings.
+        let mut held = 0usize;
+        let mut floor = 0u64;
+        for b in list.blocks.iter().rev() {
+            if held >= window {
+                floor = b.last.saturating_add(1);
+                break;
+            }
+            held += b.count as usize;
+        }
         Cursor {
+            floor,
+            probed: None,
+            probe_postings: Vec::new(),
             list,
             slot,
             idf,
@@ -75,6 +94,49 @@ impl<'a> Cursor<'a> {
     fn block_bound(&self, c: &Collection) -> Option<(f64, u64)> {
         let b = self.list.blocks.get(self.block)?;
         Some((c.bound(self.idf, b.max_tf, b.min_len), b.last))
+    }
+
+    /// The term frequency of `doc`, by random access (the cursor does not move): for a
+    /// document below the cursor's window.
+    fn probe(&mut self, doc: u64, stats: &mut TopKStats) -> u32 {
+        let blocks = &self.list.blocks;
+        let at = blocks.partition_point(|b| b.last < doc);
+        match blocks.get(at) {
+            Some(b) if b.first <= doc => {
+                if self.probed != Some(at) {
+                    b.decode_into(&mut self.probe_postings);
+                    self.probed = Some(at);
+                    stats.blocks_decoded += 1;
+                }
+                match self.probe_postings.binary_search_by_key(&doc, |p| p.0) {
+                    Ok(i) => self.probe_postings[i].1,
+                    Err(_) => 0,
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    /// The term frequency of `doc`, the candidate being scored (documents arrive in ascending
+    /// order): from the cursor when `doc` is in its window, else by a probe.
+    fn tf_at(&mut self, doc: u64, stats: &mut TopKStats) -> u32 {
+        if doc < self.floor {
+            return self.probe(doc, stats);
+        }
+        match self.seek(doc, stats) {
+            Some((d, tf)) if d == doc => tf,
+            _ => 0,
+        }
+    }
+
+    /// The bound of this term's contribution to `doc`, and how far that bound holds.
+    fn bound_at(&mut self, doc: u64, c: &Collection) -> Option<(f64, u64)> {
+        if doc < self.floor {
+            // The cursor may be past `doc`: the list's bound, up to the window.
+            return Some((self.ub, self.floor - 1));
+        }
+        self.shallow(doc);
+        self.block_bound(c)
     }
 
     /// The first posting at or after `target` (decoding its block), or `None`.
@@ -134,16 +196,35 @@ fn slack(theta: f64) -> f64 {
 
 impl LexicalIndex {
     /// The best `k` live documents for `query` among those `accept` lets through, best first
-    /// (higher score, then lower document).
+    /// (higher score, then lower document): the exact ranking.
     pub fn top_k(&self, query: &str, k: usize, accept: impl FnMut(u64) -> bool) -> Vec<Hit> {
-        self.top_k_with_stats(query, k, accept).0
+        self.top_k_with_stats(query, k, usize::MAX, accept).0
     }
 
-    /// [`LexicalIndex::top_k`], with what it did.
+    /// The top-k over *bounded candidate sets*: a document is a candidate when it holds a
+    /// query term among that term's last `window` postings (rounded up to whole blocks: its
+    /// most recent occurrences); candidates are scored exactly (every query term, at any
+    /// age) and ranked as [`LexicalIndex::top_k`] ranks. A term in at most `window` documents
+    /// — a name, a code, a rare word — has every document in its window, so a query of such
+    /// terms gets the exact ranking over the whole index; a frequent term contributes its
+    /// recent documents. The work is bounded by `window` per query term, whatever the size of
+    /// the index.
+    pub fn top_k_within(
+        &self,
+        query: &str,
+        k: usize,
+        window: usize,
+        accept: impl FnMut(u64) -> bool,
+    ) -> Vec<Hit> {
+        self.top_k_with_stats(query, k, window, accept).0
+    }
+
+    /// [`LexicalIndex::top_k_within`], with what it did (`usize::MAX`: no window).
     pub fn top_k_with_stats(
         &self,
         query: &str,
         k: usize,
+        window: usize,
         mut accept: impl FnMut(u64) -> bool,
     ) -> (Vec<Hit>, TopKStats) {
         let mut stats = TopKStats::default();
@@ -157,7 +238,7 @@ impl LexicalIndex {
         let mut cursors: Vec<Cursor<'_>> = terms
             .iter()
             .enumerate()
-            .filter_map(|(slot, t)| Some(Cursor::new(self.list(t)?, slot, &col)))
+            .filter_map(|(slot, t)| Some(Cursor::new(self.list(t)?, slot, &col, window)))
             .filter(|c| c.list.df > 0)
             .collect();
         stats.postings = cursors.iter().map(|c| c.list.df).sum();
@@ -181,7 +262,7 @@ impl LexicalIndex {
             // The next candidate: the smallest document of an essential list.
             let mut doc = u64::MAX;
             for c in &mut cursors[essential..] {
-                if let Some((d, _)) = c.seek(target, &mut stats) {
+                if let Some((d, _)) = c.seek(target.max(c.floor), &mut stats) {
                     doc = doc.min(d);
                 }
             }
@@ -194,8 +275,7 @@ impl LexicalIndex {
                 let mut bound = 0.0;
                 let mut upto = u64::MAX;
                 for c in cursors.iter_mut() {
-                    c.shallow(doc);
-                    if let Some((b, last)) = c.block_bound(&col) {
+                    if let Some((b, last)) = c.bound_at(doc, &col) {
                         bound += b;
                         upto = upto.min(last);
                     }
@@ -216,9 +296,8 @@ impl LexicalIndex {
             tfs.iter_mut().for_each(|t| *t = 0);
             let mut partial = 0.0;
             for c in &mut cursors[essential..] {
-                if let Some((d, tf)) = c.seek(doc, &mut stats)
-                    && d == doc
-                {
+                let tf = c.tf_at(doc, &mut stats);
+                if tf > 0 {
                     tfs[c.slot] = tf;
                     partial += col.term_score(c.idf, tf, len);
                 }
@@ -228,8 +307,7 @@ impl LexicalIndex {
             let mut rest = 0.0;
             let mut bounds = [0.0f64; MAX_QUERY_TERMS];
             for (i, c) in cursors[..essential].iter_mut().enumerate() {
-                c.shallow(doc);
-                bounds[i] = c.block_bound(&col).map_or(0.0, |(b, _)| b);
+                bounds[i] = c.bound_at(doc, &col).map_or(0.0, |(b, _)| b);
                 rest += bounds[i];
             }
             let mut competitive = true;
@@ -240,9 +318,8 @@ impl LexicalIndex {
                 }
                 rest -= bounds[i];
                 let c = &mut cursors[i];
-                if let Some((d, tf)) = c.seek(doc, &mut stats)
-                    && d == doc
-                {
+                let tf = c.tf_at(doc, &mut stats);
+                if tf > 0 {
                     tfs[c.slot] = tf;
                     partial += col.term_score(c.idf, tf, len);
                 }
