@@ -5,7 +5,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The ranking of a search.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// BM25 over the entries' words (the default; needs no model).
@@ -71,5 +73,15 @@ mod tests {
             "{e}"
         );
         assert_eq!(SearchMode::default(), SearchMode::Lexical);
+        // JSON, as the service and the Python binding pass it.
+        assert_eq!(
+            serde_json::to_string(&SearchMode::Hybrid).unwrap(),
+            "\"hybrid\""
+        );
+        assert_eq!(
+            serde_json::from_str::<SearchMode>("\"semantic\"").unwrap(),
+            SearchMode::Semantic
+        );
+        assert!(serde_json::from_str::<SearchMode>("\"Semantic\"").is_err());
     }
 }
