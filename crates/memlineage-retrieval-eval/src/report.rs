@@ -69,13 +69,12 @@ pub struct Report {
     pub ranks: Vec<QueryRanks>,
 }
 
+/// An embedding function: the vectors of a batch of texts.
+pub type Embed<'a> = dyn FnMut(&[&str]) -> Result<Vec<Vec<f32>>, EvalError> + 'a;
+
 /// Ranks every query under the three modes. `embed` gives the embeddings of texts (the facts,
 /// then the queries, each call a batch).
-pub fn measure(
-    ds: &Dataset,
-    model: &str,
-    embed: &mut dyn FnMut(&[&str]) -> Result<Vec<Vec<f32>>, EvalError>,
-) -> Result<Report, EvalError> {
+pub fn measure(ds: &Dataset, model: &str, embed: &mut Embed<'_>) -> Result<Report, EvalError> {
     let mut lexical = LexicalIndex::new();
     for f in &ds.facts {
         lexical.insert(f.id as u64, &f.text);

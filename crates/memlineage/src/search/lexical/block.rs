@@ -105,7 +105,7 @@ fn get_varint(bytes: &[u8]) -> (u64, usize) {
             return (v, i + 1);
         }
     }
-    (v, bytes.len().min(10).max(1))
+    (v, bytes.len().clamp(1, 10))
 }
 
 #[cfg(test)]
