@@ -10,13 +10,16 @@
 //! `--doc`, replaces the table of that document. CI runs it into a fresh directory and
 //! compares with the committed `results/retrieval` byte for byte.
 
+use memlineage_retrieval_eval::EvalError;
 use memlineage_retrieval_eval::dataset::{Dataset, SEED};
-use memlineage_retrieval_eval::{EvalError, report};
+#[cfg(feature = "models")]
+use memlineage_retrieval_eval::report;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const DATASET: &str = "data/retrieval/memory_queries.json";
 
+#[cfg(feature = "models")]
 fn read(path: &Path) -> Result<String, EvalError> {
     std::fs::read_to_string(path).map_err(|source| EvalError::Io {
         path: path.display().to_string(),
