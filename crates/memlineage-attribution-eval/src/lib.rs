@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 
 pub mod chain;
 pub mod committed;
+pub mod judges;
 pub mod run;
 
 /// The τ grid of the table: 0.1, 0.2, …, 0.9 in basis points.
@@ -152,7 +153,7 @@ pub enum CostSource {
 /// One algorithm over the whole set.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AlgoRun {
-    /// Short name for tables: `coarse`, `lm-self-eval`, `attn-attr`.
+    /// Short name for tables: `coarse`, `lm-self-eval-constrained`, `attn-attr` …
     pub algorithm: String,
     /// The full attribution name, as recorded in entries.
     pub name: String,

@@ -3,13 +3,13 @@
 //! measured").
 //!
 //! ```text
-//! cargo run --release -p memlineage-attribution-eval [--features models] -- [options]
-//!   --algos coarse,lm-self-eval,lm-self-eval-scored,attn-attr
+//! cargo run --release -p memlineage-attribution-eval [--features models,openai] -- [options]
+//!   --algos coarse,lm-self-eval-constrained,…,attn-attr
 //!                                   which algorithms (default: all that this build can run)
-//!   --judge replay|record|fill      the local judges' replies (default: replay)
+//!   --judge replay|record|fill      the judges' replies (default: replay); recording the HTTP
+//!                                   judge needs MEMLINEAGE_JUDGE_BASE_URL (else it replays)
 //!   --data PATH                     the labelled set
-//!   --replay PATH                   replay file of the local judge (lm-self-eval)
-//!   --replay-scored PATH            replay file of the scored local judge
+//!   --replay-dir DIR                the judges' replay files (default data/attribution)
 //!   --scenario-algo NAME            whose chain goes to the eval harness (default attn-attr)
 //!   --check                         compare with data/attribution/measured_weights.toml,
 //!                                   write nothing (the default without --features models)
@@ -19,17 +19,19 @@
 //!   --verbose                       print every call's weights
 //! ```
 //!
-//! With `--features models` (and all four algorithms) it writes `docs/attribution.md`'s
-//! table, `data/attribution/quality.json`, `data/attribution/measured_weights.toml` and the
+//! With `--features models` (and every algorithm) it writes `docs/attribution.md`'s table,
+//! `data/attribution/quality.json`, `data/attribution/measured_weights.toml` and the
 //! harness's `crates/memlineage-eval/scenarios/measured_weights.toml`. Without the model,
-//! Coarse runs and both judges are replayed from their committed replay files; the weights are
-//! checked against the committed measurement (exit 1 on any difference).
+//! Coarse runs and every judge ([`memlineage_attribution_eval::judges::JUDGES`]) is replayed
+//! from its committed replay file; the weights are checked against the committed measurement
+//! (exit 1 on any difference).
 
 use memlineage::attribution::judge::JudgeBackend;
 use memlineage::attribution::judge::replay::{ReplayJudge, ReplayMode, replay_key};
 use memlineage::attribution::{Coarse, LmSelfEval};
 use memlineage_attribution_eval::chain::{self, Hop};
 use memlineage_attribution_eval::committed::{Committed, differences};
+use memlineage_attribution_eval::judges::{self, JudgeKind, JudgeSpec};
 use memlineage_attribution_eval::run::{RunOptions, run_algo, timed};
 use memlineage_attribution_eval::{
     AlgoRun, CostSource, Dataset, EvalError, render_chain_markdown, render_markdown,
@@ -39,14 +41,11 @@ use memlineage_attribution_eval::{
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const ALL: [&str; 4] = ["coarse", "lm-self-eval", "lm-self-eval-scored", "attn-attr"];
-
 struct Args {
     algos: Vec<String>,
     judge: ReplayMode,
     data: PathBuf,
-    replay: PathBuf,
-    replay_scored: PathBuf,
+    replay_dir: PathBuf,
     scenario_algo: String,
     write: bool,
     check: bool,
@@ -59,10 +58,9 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-const USAGE: &str = "usage: memlineage-attribution-eval \
-    [--algos coarse,lm-self-eval,lm-self-eval-scored,attn-attr] [--judge replay|record|fill] \
-    [--data PATH] [--replay PATH] [--replay-scored PATH] [--scenario-algo NAME] [--check] \
-    [--no-write] [--cases ID,ID] [--no-chain] [--verbose]";
+const USAGE: &str = "usage: memlineage-attribution-eval [--algos NAME,NAME] \
+    [--judge replay|record|fill] [--data PATH] [--replay-dir DIR] [--scenario-algo NAME] \
+    [--check] [--no-write] [--cases ID,ID] [--no-chain] [--verbose]";
 
 fn parse_args() -> Result<Args, String> {
     let root = root();
@@ -70,8 +68,7 @@ fn parse_args() -> Result<Args, String> {
         algos: Vec::new(),
         judge: ReplayMode::Replay,
         data: root.join("data/attribution/derivations.toml"),
-        replay: root.join("data/attribution/judge-replay.jsonl"),
-        replay_scored: root.join("data/attribution/judge-replay-scored.jsonl"),
+        replay_dir: root.join("data/attribution"),
         scenario_algo: "attn-attr".into(),
         write: cfg!(feature = "models"),
         check: !cfg!(feature = "models"),
@@ -87,8 +84,7 @@ fn parse_args() -> Result<Args, String> {
             "--algos" => a.algos = list(val("--algos")?),
             "--judge" => a.judge = val("--judge")?.parse()?,
             "--data" => a.data = val("--data")?.into(),
-            "--replay" => a.replay = val("--replay")?.into(),
-            "--replay-scored" => a.replay_scored = val("--replay-scored")?.into(),
+            "--replay-dir" => a.replay_dir = val("--replay-dir")?.into(),
             "--scenario-algo" => a.scenario_algo = val("--scenario-algo")?,
             "--check" => {
                 a.check = true;
@@ -113,20 +109,21 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
+    let all = judges::all_algorithms();
     if a.algos.is_empty() {
-        a.algos = ALL
+        a.algos = all
             .iter()
-            .filter(|n| **n == "coarse" || cfg!(feature = "models") || !n.starts_with("attn"))
+            .filter(|n| cfg!(feature = "models") || **n != "attn-attr")
             .map(|n| n.to_string())
             .collect();
     }
-    if let Some(bad) = a.algos.iter().find(|n| !ALL.contains(&n.as_str())) {
+    if let Some(bad) = a.algos.iter().find(|n| !all.contains(&n.as_str())) {
         return Err(format!(
             "unknown algorithm `{bad}`: expected some of {}",
-            ALL.join(", ")
+            all.join(", ")
         ));
     }
-    if a.write && ALL.iter().any(|n| !a.algos.iter().any(|x| x == n)) {
+    if a.write && all.iter().any(|n| !a.algos.iter().any(|x| x == n)) {
         eprintln!(
             "note: not writing the outputs: they hold every algorithm, and this run has only {}",
             a.algos.join(", ")
@@ -174,49 +171,91 @@ mod local {
     }
 }
 
-/// The replay judge over the committed file (replay) or over the live local judge.
-fn judge_backend(args: &Args, scored: bool) -> Result<ReplayJudge, EvalError> {
-    let path = if scored {
-        &args.replay_scored
-    } else {
-        &args.replay
-    };
-    let err = |e: memlineage::attribution::AttributionError| {
-        EvalError::Run(format!(
-            "{e} (record the replies with the model: cargo run --release -p \
-             memlineage-attribution-eval --features models -- --judge record)"
-        ))
-    };
-    match args.judge {
-        ReplayMode::Replay => ReplayJudge::replay_file(path).map_err(err),
-        #[cfg(feature = "models")]
-        mode => {
-            use memlineage::attribution::LocalJudge;
-            let m = local::model()?;
-            let judge = if scored {
-                LocalJudge::scored(m)
-            } else {
-                LocalJudge::new(m)
-            };
-            ReplayJudge::new(judge, path, mode).map_err(err)
-        }
-        #[cfg(not(feature = "models"))]
-        _ => Err(EvalError::Run(
-            "recording judge replies needs the model: build with --features models".into(),
-        )),
+/// The replay judge of `spec` over its committed file, and whether it calls the live judge
+/// (record or fill) or only replays.
+fn judge_backend(args: &Args, spec: &JudgeSpec) -> Result<(ReplayJudge, bool), EvalError> {
+    let path = args.replay_dir.join(spec.file);
+    let replay =
+        |path: &Path| {
+            ReplayJudge::replay_file(path).map(|j| (j, false)).map_err(|e| {
+            EvalError::Run(format!(
+                "{e} (record the replies: cargo run --release -p memlineage-attribution-eval \
+                 --features models,openai -- --judge record; docs/attribution.md)"
+            ))
+        })
+        };
+    if args.judge == ReplayMode::Replay {
+        return replay(&path);
     }
+    if spec.kind == JudgeKind::Http {
+        if std::env::var_os(ENV_BASE_URL).is_none() {
+            eprintln!(
+                "note: {ENV_BASE_URL} is not set, so {} replays {} (docs/attribution.md: \
+                 start llama.cpp's server to record it)",
+                spec.short,
+                path.display()
+            );
+            return replay(&path);
+        }
+        return http_backend(&path, args.judge).map(|j| (j, true));
+    }
+    local_backend(spec.kind, &path, args.judge).map(|j| (j, true))
+}
+
+/// The variable that points the HTTP judge at a server.
+const ENV_BASE_URL: &str = "MEMLINEAGE_JUDGE_BASE_URL";
+
+#[cfg(feature = "openai")]
+fn http_backend(path: &Path, mode: ReplayMode) -> Result<ReplayJudge, EvalError> {
+    use memlineage::attribution::judge::openai::{OpenAiConfig, OpenAiJudge};
+    let err = |e: memlineage::attribution::AttributionError| EvalError::Run(e.to_string());
+    let mut cfg = OpenAiConfig::from_env().map_err(err)?;
+    // A small server on a busy 2-core machine: give each call time.
+    cfg.timeout_s = cfg.timeout_s.max(300);
+    ReplayJudge::new(OpenAiJudge::new(cfg).map_err(err)?, path, mode).map_err(err)
+}
+
+#[cfg(not(feature = "openai"))]
+fn http_backend(_: &Path, _: ReplayMode) -> Result<ReplayJudge, EvalError> {
+    Err(EvalError::Run(format!(
+        "{ENV_BASE_URL} is set, but recording the HTTP judge needs the OpenAI-compatible client: \
+         build with --features openai"
+    )))
+}
+
+#[cfg(feature = "models")]
+fn local_backend(kind: JudgeKind, path: &Path, mode: ReplayMode) -> Result<ReplayJudge, EvalError> {
+    use memlineage::attribution::{JudgeDecoding, LocalJudge};
+    let decoding = match kind {
+        JudgeKind::Constrained => JudgeDecoding::Constrained,
+        JudgeKind::ConstrainedExpected => JudgeDecoding::ConstrainedExpected,
+        JudgeKind::Scored => JudgeDecoding::Scored,
+        JudgeKind::Free => JudgeDecoding::Generate,
+        JudgeKind::Http => {
+            return Err(EvalError::Run("the HTTP judge is not local".into()));
+        }
+    };
+    let judge = LocalJudge::with_decoding(local::model()?, decoding);
+    ReplayJudge::new(judge, path, mode).map_err(|e| EvalError::Run(e.to_string()))
+}
+
+#[cfg(not(feature = "models"))]
+fn local_backend(_: JudgeKind, _: &Path, _: ReplayMode) -> Result<ReplayJudge, EvalError> {
+    Err(EvalError::Run(
+        "recording the local judges' replies needs the model: build with --features models".into(),
+    ))
 }
 
 /// Runs one LmSelfEval judge; when recording, keeps exactly the replies of this set and chain
 /// in its file, sorted (the committed form).
 fn run_judge(
     args: &Args,
-    short: &str,
-    scored: bool,
+    spec: &JudgeSpec,
     ds: &Dataset,
     chain: &[Hop],
 ) -> Result<AlgoRun, EvalError> {
-    let lm = LmSelfEval::new(judge_backend(args, scored)?);
+    let (backend, live) = judge_backend(args, spec)?;
+    let lm = LmSelfEval::new(backend);
     let recorded = |child: &str, texts: &[&str], us: u64| {
         let req = lm.request(child, texts);
         lm.backend()
@@ -224,18 +263,18 @@ fn run_judge(
             .and_then(|r| r.micros)
             .unwrap_or(us)
     };
-    let cost_source = if args.judge == ReplayMode::Replay {
-        CostSource::Recorded
-    } else {
+    let cost_source = if live {
         CostSource::Measured
+    } else {
+        CostSource::Recorded
     };
     let opts = RunOptions {
         cost: &recorded,
         cost_source,
         verbose: args.verbose,
     };
-    let run = run_algo(short, &lm, ds, chain, opts)?;
-    if args.judge != ReplayMode::Replay && args.write {
+    let run = run_algo(spec.short, &lm, ds, chain, opts)?;
+    if live && args.write {
         let id = lm.backend().model_id();
         let mut keys = BTreeSet::new();
         let mut add = |child: &str, texts: &[&str]| {
@@ -339,9 +378,11 @@ fn real_main() -> Result<bool, EvalError> {
                 };
                 run_algo("coarse", &Coarse, &ds, &chain, opts)?
             }
-            "lm-self-eval" => run_judge(&args, algo, false, &ds, &chain)?,
-            "lm-self-eval-scored" => run_judge(&args, algo, true, &ds, &chain)?,
-            _ => run_attn(&ds, &chain, args.verbose)?,
+            "attn-attr" => run_attn(&ds, &chain, args.verbose)?,
+            other => match judges::judge(other) {
+                Some(spec) => run_judge(&args, spec, &ds, &chain)?,
+                None => return Err(EvalError::Run(format!("unknown algorithm `{other}`"))),
+            },
         });
     }
     let reports = runs

@@ -69,10 +69,17 @@ pub fn run_algo(
             .map(|f| format!("  FELL BACK: {}", f.reason))
             .unwrap_or_default()
     };
+    // The name each answer was recorded under (a judge with request modes names the mode
+    // that answered; `Attributor::name` otherwise).
+    let mut names = std::collections::BTreeSet::new();
+    let mut name_of = |a: &Attribution| {
+        names.insert(a.name.clone().unwrap_or_else(|| algo.name()));
+    };
     let mut results = Vec::new();
     for c in &ds.case {
         let texts: Vec<&str> = c.parents.iter().map(|p| p.text.as_str()).collect();
         let (a, micros) = call(&c.child, &texts)?;
+        name_of(&a);
         if opts.verbose {
             let ws: Vec<String> = a
                 .weights
@@ -99,6 +106,7 @@ pub fn run_algo(
     for hop in chain {
         let texts: Vec<&str> = hop.parents.iter().map(String::as_str).collect();
         let (a, _) = call(&hop.child, &texts)?;
+        name_of(&a);
         if opts.verbose {
             let ws: Vec<String> = a.weights.iter().map(Weight::to_string).collect();
             eprintln!(
@@ -116,9 +124,14 @@ pub fn run_algo(
             fell_back: a.fell_back.map(|f| f.reason),
         });
     }
+    let name = if names.is_empty() {
+        algo.name()
+    } else {
+        names.into_iter().collect::<Vec<_>>().join(" or ")
+    };
     Ok(AlgoRun {
         algorithm: short.to_string(),
-        name: algo.name(),
+        name,
         cost_source: opts.cost_source,
         results,
         hops,

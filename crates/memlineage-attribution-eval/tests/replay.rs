@@ -1,4 +1,4 @@
-//! The replay path, without the model: Coarse and both local judges replayed from the
+//! The replay path, without the model: Coarse and every judge replayed from the
 //! committed replay files reproduce the committed measurement
 //! (`data/attribution/measured_weights.toml`) exactly, and the committed table was generated
 //! from it (docs/attribution.md, "Quality, measured").
@@ -7,6 +7,7 @@
 use memlineage::attribution::judge::replay::ReplayJudge;
 use memlineage::attribution::{Coarse, LmSelfEval};
 use memlineage_attribution_eval::committed::{Committed, differences};
+use memlineage_attribution_eval::judges::{JUDGES, all_algorithms};
 use memlineage_attribution_eval::run::{RunOptions, run_algo, timed};
 use memlineage_attribution_eval::{CostSource, Dataset, chain};
 use std::path::PathBuf;
@@ -34,13 +35,10 @@ fn replayed_judges_and_coarse_reproduce_the_committed_weights() {
         verbose: false,
     };
     let mut runs = vec![run_algo("coarse", &Coarse, &ds, &hops, opts).unwrap()];
-    for (short, file) in [
-        ("lm-self-eval", "judge-replay.jsonl"),
-        ("lm-self-eval-scored", "judge-replay-scored.jsonl"),
-    ] {
-        let path = root().join("data/attribution").join(file);
+    for spec in &JUDGES {
+        let path = root().join("data/attribution").join(spec.file);
         let lm = LmSelfEval::new(ReplayJudge::replay_file(&path).unwrap());
-        runs.push(run_algo(short, &lm, &ds, &hops, opts).unwrap());
+        runs.push(run_algo(spec.short, &lm, &ds, &hops, opts).unwrap());
     }
     for run in &runs {
         let c = committed
@@ -58,10 +56,17 @@ fn replayed_judges_and_coarse_reproduce_the_committed_weights() {
         assert_eq!(c.case.len(), ds.case.len());
         assert_eq!(c.hop.len(), hops.len());
     }
-    // A replay miss would be a fallback: the scored judge answered every recorded request.
-    let scored = &runs[2];
-    assert!(scored.results.iter().all(|r| r.fell_back.is_none()));
-    assert!(scored.hops.iter().all(|h| h.fell_back.is_none()));
+    // A replay miss would be a fallback: the constrained and scored judges answered every
+    // recorded request (their replies are well-formed by construction).
+    for short in [
+        "lm-self-eval-constrained",
+        "lm-self-eval-expected",
+        "lm-self-eval-scored",
+    ] {
+        let run = runs.iter().find(|r| r.algorithm == short).unwrap();
+        assert!(run.results.iter().all(|r| r.fell_back.is_none()), "{short}");
+        assert!(run.hops.iter().all(|h| h.fell_back.is_none()), "{short}");
+    }
     // All four algorithms were measured, AttnAttr with the model.
     let attn = committed.get("attn-attr").expect("attn-attr was measured");
     assert_eq!(attn.case.len(), ds.case.len());
@@ -81,7 +86,7 @@ fn the_committed_table_and_harness_weights_come_from_the_measurement() {
         .find(memlineage_attribution_eval::DOC_END)
         .expect("the end marker");
     let table = &doc[begin..end];
-    for algo in ["coarse", "lm-self-eval", "lm-self-eval-scored", "attn-attr"] {
+    for algo in all_algorithms() {
         assert!(
             table.contains(&format!("| {algo} | precision |")),
             "{algo} is missing from the quality table"

@@ -115,7 +115,12 @@ fn attribute_usage_and_lookup_errors() {
 #[test]
 fn attribute_with_the_replayed_judge_matches_the_library() {
     let (s, ids) = store_with_parents();
-    for file in ["judge-replay.jsonl", "judge-replay-scored.jsonl"] {
+    for file in [
+        "judge-replay.jsonl",
+        "judge-replay-scored.jsonl",
+        "judge-replay-constrained-expected.jsonl",
+        "judge-replay-llama-cpp.jsonl",
+    ] {
         let path = data(file);
         let judge = format!("replay:{}", path.display());
         let mut a = attribute_args("lm-self-eval", &ids);
@@ -136,12 +141,18 @@ fn attribute_with_the_replayed_judge_matches_the_library() {
             .collect();
         assert_eq!(weights(&v), ws, "{file}: reply {reply}");
         assert_eq!(v["fell_back"], expected.attribution.fell_back(), "{file}");
-        assert!(
-            v["algorithm"]
-                .as_str()
-                .unwrap()
-                .starts_with("lm-self-eval:SmolLM2")
-        );
+        let algorithm = v["algorithm"].as_str().unwrap();
+        if file.contains("llama-cpp") {
+            // The HTTP judge's replies carry the reply format that answered, and the CLI
+            // records it.
+            assert!(
+                algorithm.starts_with("lm-self-eval:openai:SmolLM2")
+                    && algorithm.ends_with("+json-object-schema"),
+                "{algorithm}"
+            );
+        } else {
+            assert!(algorithm.starts_with("lm-self-eval:SmolLM2"), "{algorithm}");
+        }
     }
     // The scored judge answers (no fallback), so its weights are not all 1.
     let judge = format!("replay:{}", data("judge-replay-scored.jsonl").display());
@@ -390,7 +401,7 @@ mod with_the_model {
         }
         let (s, ids) = store_with_parents();
         for (judge, file) in [
-            ("local", "judge-replay.jsonl"),
+            ("local", "judge-replay-constrained-expected.jsonl"),
             ("local-scored", "judge-replay-scored.jsonl"),
         ] {
             let mut live = attribute_args("lm-self-eval", &ids);

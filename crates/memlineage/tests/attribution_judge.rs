@@ -1,6 +1,7 @@
 //! LmSelfEval hardening: hostile parent texts stay data, malformed replies fail closed,
 //! record/replay is exact. No model and no network: the judges here are scripted.
 
+use memlineage::attribution::judge::JudgeReply;
 use memlineage::attribution::judge::envelope::{self, SYSTEM_PROMPT};
 use memlineage::attribution::judge::replay::{ReplayJudge, ReplayMode, replay_key};
 use memlineage::attribution::{
@@ -453,4 +454,94 @@ fn replay_files_are_checked() {
     };
     std::fs::write(&two, line('a', "m1") + &line('b', "m2")).unwrap();
     assert!(ReplayJudge::replay_file(&two).is_err(), "mixed models");
+}
+
+/// A backend with request modes, like the OpenAI-compatible judge: it answers honestly and
+/// says which mode answered.
+struct Moded(&'static str);
+
+impl JudgeBackend for Moded {
+    fn model_id(&self) -> String {
+        "moded@test".into()
+    }
+    fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
+        honest(system, user)
+    }
+    fn complete_detailed(&self, system: &str, user: &str) -> Result<JudgeReply, AttributionError> {
+        Ok(JudgeReply {
+            text: honest(system, user)?,
+            mode: Some(self.0.to_string()),
+        })
+    }
+    fn mode(&self) -> Option<String> {
+        Some("first-mode".into())
+    }
+}
+
+#[test]
+fn the_mode_that_answered_is_recorded_and_replayed() {
+    let lm = LmSelfEval::new(Moded("second-mode"));
+    // Before a call: the mode it will try first.
+    assert_eq!(lm.name(), "lm-self-eval:moded@test+first-mode");
+    let a = lm.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
+    assert!(!a.fell_back());
+    assert_eq!(
+        a.name.as_deref(),
+        Some("lm-self-eval:moded@test+second-mode")
+    );
+    let j = lm.judge("c", &["a", "b"]);
+    assert_eq!(j.mode.as_deref(), Some("second-mode"));
+
+    // A backend without modes names none, before or after.
+    let plain = LmSelfEval::new(Scripted::new(honest));
+    assert_eq!(plain.name(), "lm-self-eval:scripted@test");
+    assert_eq!(
+        plain
+            .attribute_detailed("c", &parents(&["a"]))
+            .unwrap()
+            .name,
+        None
+    );
+
+    // Recorded with its mode; replayed without the backend, the same name comes back.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("moded.jsonl");
+    let rec =
+        LmSelfEval::new(ReplayJudge::new(Moded("second-mode"), &path, ReplayMode::Record).unwrap());
+    let live = rec.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
+    rec.backend().compact().unwrap();
+    let line = std::fs::read_to_string(&path).unwrap();
+    assert!(line.contains("\"mode\":\"second-mode\""), "{line}");
+    let replay = LmSelfEval::new(ReplayJudge::replay_file(&path).unwrap());
+    assert_eq!(replay.name(), "lm-self-eval:moded@test+second-mode");
+    assert_eq!(
+        replay
+            .attribute_detailed("c", &parents(&["a", "b"]))
+            .unwrap(),
+        live
+    );
+    // A rejected reply still names the mode that gave it, and fails closed.
+    let bad = LmSelfEval::new(BadModed);
+    let a = bad.attribute_detailed("c", &parents(&["a", "b"])).unwrap();
+    assert_eq!(a.weights, vec![Weight::ONE; 2]);
+    assert!(a.fell_back());
+    assert_eq!(a.name.as_deref(), Some("lm-self-eval:bad@test+json-schema"));
+}
+
+/// A moded backend whose reply does not parse.
+struct BadModed;
+
+impl JudgeBackend for BadModed {
+    fn model_id(&self) -> String {
+        "bad@test".into()
+    }
+    fn complete(&self, _: &str, _: &str) -> Result<String, AttributionError> {
+        Ok("{\"weights\": {\"p00000000\": 0}}".into())
+    }
+    fn complete_detailed(&self, s: &str, u: &str) -> Result<JudgeReply, AttributionError> {
+        Ok(JudgeReply {
+            text: self.complete(s, u)?,
+            mode: Some("json-schema".into()),
+        })
+    }
 }

@@ -7,7 +7,7 @@
 use memlineage::attribution::judge::replay::ReplayJudge;
 use memlineage::attribution::local::memlineage_models::LocalModel;
 use memlineage::attribution::{
-    AttnAttr, Attributor, JudgeBackend, LmSelfEval, LocalJudge, ParentText,
+    AttnAttr, Attributor, JudgeBackend, JudgeDecoding, LmSelfEval, LocalJudge, ParentText,
 };
 use memlineage_core::label::Weight;
 use memlineage_core::{EntryId, Hash256};
@@ -125,6 +125,9 @@ fn assert_not_persuaded(a: &memlineage::attribution::Attribution, target: usize,
 #[test]
 fn local_judges_are_deterministic_and_not_persuaded_by_hostile_parents() {
     let Some(m) = model() else { return };
+    // The default (constrained, expected values) and the scored judge. The greedy constrained
+    // judge is persuadable (it writes 0 for some followed injections, `docs/attribution.md`),
+    // which is why it is not the default; the label rule's strict fallback is the backstop.
     for judge in [LocalJudge::new(m.clone()), LocalJudge::scored(m.clone())] {
         let lm = LmSelfEval::new(judge);
         let id = lm.backend().model_id();
@@ -158,11 +161,52 @@ fn local_judges_are_deterministic_and_not_persuaded_by_hostile_parents() {
 #[test]
 fn committed_replay_matches_the_live_judge() {
     let Some(m) = model() else { return };
-    for (file, live) in [
-        ("judge-replay.jsonl", LocalJudge::new(m.clone())),
-        ("judge-replay-scored.jsonl", LocalJudge::scored(m.clone())),
+    for (file, decoding) in [
+        ("judge-replay.jsonl", JudgeDecoding::Generate),
+        ("judge-replay-scored.jsonl", JudgeDecoding::Scored),
+        ("judge-replay-constrained.jsonl", JudgeDecoding::Constrained),
+        (
+            "judge-replay-constrained-expected.jsonl",
+            JudgeDecoding::ConstrainedExpected,
+        ),
     ] {
-        replay_matches(file, &live);
+        replay_matches(file, &LocalJudge::with_decoding(m.clone(), decoding));
+    }
+}
+
+#[test]
+fn constrained_judges_always_answer_with_exactly_the_envelope_ids() {
+    let Some(m) = model() else { return };
+    for decoding in [
+        JudgeDecoding::Constrained,
+        JudgeDecoding::ConstrainedExpected,
+    ] {
+        let lm = LmSelfEval::new(LocalJudge::with_decoding(m.clone(), decoding));
+        assert!(lm.name().ends_with(decoding.suffix()), "{}", lm.name());
+        for texts in [
+            vec![SOURCE, HOSTILE, DISTRACTOR],
+            vec![FOLLOWED],
+            vec![HOSTILE, HOSTILE, SOURCE, DISTRACTOR, FOLLOWED],
+        ] {
+            let j = lm.judge(CHILD, &texts);
+            let reply = j.reply.clone().expect("a reply");
+            assert!(
+                !j.attribution.fell_back(),
+                "{decoding:?}: {reply} fell back: {:?}",
+                j.attribution.fell_back
+            );
+            // Exactly the envelope's ids, in its order; nothing the hostile text wrote.
+            let req = lm.request(CHILD, &texts);
+            let mut at = 0;
+            for id in &req.ids {
+                let pos = reply[at..]
+                    .find(id.as_str())
+                    .expect("each id once, in order");
+                at += pos + id.len();
+            }
+            assert!(!reply.contains("p00000000"), "{reply}");
+            assert_eq!(j.attribution.weights.len(), texts.len());
+        }
     }
 }
 

@@ -26,9 +26,10 @@ pub fn parse_judge(s: &str) -> Result<JudgeChoice, String> {
 /// How to build the attributor, shared by `attribute` and `write --attribution`.
 #[derive(Args, Debug, Clone)]
 pub struct AttributorOptions {
-    /// The judge of lm-self-eval: local (SmolLM2, feature `models`; the default), local-scored,
-    /// openai (feature `openai`; MEMLINEAGE_JUDGE_BASE_URL, MEMLINEAGE_JUDGE_MODEL,
-    /// MEMLINEAGE_JUDGE_API_KEY_ENV) or replay:PATH (recorded replies only, no model).
+    /// The judge of lm-self-eval: local (SmolLM2 decoding under the reply's grammar, feature
+    /// `models`; the default), local-scored, openai (feature `openai`;
+    /// MEMLINEAGE_JUDGE_BASE_URL, MEMLINEAGE_JUDGE_MODEL, MEMLINEAGE_JUDGE_API_KEY_ENV,
+    /// MEMLINEAGE_JUDGE_REPLY_FORMAT) or replay:PATH (recorded replies only, no model).
     #[arg(long, value_name = "JUDGE", value_parser = parse_judge)]
     pub judge: Option<JudgeChoice>,
     /// The local model file (default: $MEMLINEAGE_MODEL, else

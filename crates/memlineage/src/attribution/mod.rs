@@ -63,6 +63,11 @@ pub struct Attribution {
     /// `Some` when the algorithm could not answer and the weights are the coarse fallback
     /// (1 for every parent): the failure closed, never open.
     pub fell_back: Option<Fallback>,
+    /// The attribution name to record for these weights, when this answer knows it more
+    /// precisely than [`Attributor::name`] did before the call: LmSelfEval over a judge with
+    /// several request modes names the mode that answered (`…+json-schema`, `…+prompt`).
+    /// `None`: record [`Attributor::name`].
+    pub name: Option<String>,
 }
 
 impl Attribution {
@@ -71,6 +76,7 @@ impl Attribution {
         Attribution {
             weights,
             fell_back: None,
+            name: None,
         }
     }
 
@@ -81,6 +87,7 @@ impl Attribution {
             fell_back: Some(Fallback {
                 reason: reason.into(),
             }),
+            name: None,
         }
     }
 

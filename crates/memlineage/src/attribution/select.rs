@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! coarse                           Coarse
-//! lm-self-eval  + judge local      LmSelfEval<LocalJudge>          (feature `models`)
+//! lm-self-eval  + judge local      LmSelfEval<LocalJudge>, constrained decoding (feature `models`)
 //!               + judge local-scored  LmSelfEval<LocalJudge::scored> (feature `models`)
 //!               + judge openai     LmSelfEval<OpenAiJudge>, OpenAiConfig::from_env (feature `openai`)
 //!               + judge replay:PATH   LmSelfEval<ReplayJudge>, replies from PATH only (no model)
@@ -58,7 +58,8 @@ impl std::str::FromStr for Algorithm {
 /// The backend of the `lm-self-eval` judge.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JudgeChoice {
-    /// `local`: SmolLM2, greedy generation ([`super::LocalJudge::new`]).
+    /// `local`: SmolLM2, decoding constrained to the reply's grammar
+    /// ([`super::LocalJudge::new`]).
     Local,
     /// `local-scored`: SmolLM2, scored answers ([`super::LocalJudge::scored`]).
     LocalScored,

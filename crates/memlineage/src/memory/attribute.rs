@@ -87,7 +87,8 @@ impl<S: Store> Memory<S> {
             .collect();
         Ok(AttributedParents {
             parents,
-            attribution: name,
+            // The answer's own name when it has one (the judge mode that answered).
+            attribution: result.name.unwrap_or(name),
             fell_back: result.fell_back,
             unread,
         })

@@ -173,6 +173,25 @@ pub fn envelope_of(user: &str) -> &str {
     user.split('\n').next().unwrap_or(user)
 }
 
+/// The ids listed in the envelope of a user message built by [`build`] (its `"ids"`), or why
+/// they cannot be read. Backends that constrain the reply (a JSON schema, constrained
+/// decoding) take the ids from here: only from our envelope, never from a parent's text.
+pub fn ids_of(user: &str) -> Result<Vec<String>, String> {
+    let v: serde_json::Value = serde_json::from_str(envelope_of(user))
+        .map_err(|e| format!("its first line is not JSON ({e})"))?;
+    let ids = v
+        .get("ids")
+        .and_then(serde_json::Value::as_array)
+        .ok_or("it has no \"ids\" list")?;
+    ids.iter()
+        .map(|id| {
+            id.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| "an id is not a string".to_string())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,7 @@ pub mod envelope;
 pub mod openai;
 pub mod parse;
 pub mod replay;
+pub mod schema;
 
 use super::{Attribution, AttributionError, Attributor, ParentText};
 use memlineage_core::label::Weight;
@@ -48,34 +49,59 @@ pub trait JudgeBackend: Send + Sync {
     /// The model's reply to one system and one user message (deterministic settings:
     /// temperature 0 / greedy).
     fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError>;
+
+    /// Like [`JudgeBackend::complete`], and says which request mode answered, for backends
+    /// that can ask in several ways (the OpenAI-compatible judge: JSON schema, JSON mode,
+    /// prompt only). The default asks [`JudgeBackend::complete`] and names no mode.
+    fn complete_detailed(&self, system: &str, user: &str) -> Result<JudgeReply, AttributionError> {
+        Ok(JudgeReply {
+            text: self.complete(system, user)?,
+            mode: None,
+        })
+    }
+
+    /// The request mode the next call will try first (`None` for a backend with one way of
+    /// asking). [`LmSelfEval`]'s name carries it before any call; after a call the mode that
+    /// answered is in [`Attribution::name`].
+    fn mode(&self) -> Option<String> {
+        None
+    }
 }
 
-impl<B: JudgeBackend + ?Sized> JudgeBackend for &B {
-    fn model_id(&self) -> String {
-        (**self).model_id()
-    }
-    fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
-        (**self).complete(system, user)
-    }
+/// A judge's reply and the request mode that produced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JudgeReply {
+    /// The reply, verbatim.
+    pub text: String,
+    /// The request mode that answered (e.g. `json-schema`), when the backend has several.
+    pub mode: Option<String>,
 }
 
-impl<B: JudgeBackend + ?Sized> JudgeBackend for Box<B> {
-    fn model_id(&self) -> String {
-        (**self).model_id()
-    }
-    fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
-        (**self).complete(system, user)
-    }
+/// Forwards [`JudgeBackend`] through a pointer type.
+macro_rules! forward_backend {
+    ($($ptr:ty),+) => {$(
+        impl<B: JudgeBackend + ?Sized> JudgeBackend for $ptr {
+            fn model_id(&self) -> String {
+                (**self).model_id()
+            }
+            fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
+                (**self).complete(system, user)
+            }
+            fn complete_detailed(
+                &self,
+                system: &str,
+                user: &str,
+            ) -> Result<JudgeReply, AttributionError> {
+                (**self).complete_detailed(system, user)
+            }
+            fn mode(&self) -> Option<String> {
+                (**self).mode()
+            }
+        }
+    )+};
 }
 
-impl<B: JudgeBackend + ?Sized> JudgeBackend for std::sync::Arc<B> {
-    fn model_id(&self) -> String {
-        (**self).model_id()
-    }
-    fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
-        (**self).complete(system, user)
-    }
-}
+forward_backend!(&B, Box<B>, std::sync::Arc<B>);
 
 /// The prefix of LmSelfEval's attribution name.
 pub const LM_SELF_EVAL: &str = "lm-self-eval";
@@ -98,6 +124,8 @@ pub struct Judgement {
     pub attribution: Attribution,
     /// The raw reply, when the backend gave one.
     pub reply: Option<String>,
+    /// The request mode that produced the reply, when the backend has several.
+    pub mode: Option<String>,
 }
 
 /// The LLM-judge attributor over any [`JudgeBackend`], hardened as the module documentation
@@ -156,36 +184,52 @@ impl<B: JudgeBackend> LmSelfEval<B> {
             return Judgement {
                 attribution: Attribution::answered(Vec::new()),
                 reply: None,
+                mode: None,
             };
         }
         let req = self.request(child, parents);
-        let reply = match self.backend.complete(&req.system, &req.user) {
+        let reply = match self.backend.complete_detailed(&req.system, &req.user) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "attribution judge failed; using coarse weights");
                 return Judgement {
                     attribution: Attribution::fallback(parents.len(), e.to_string()),
                     reply: None,
+                    mode: None,
                 };
             }
         };
-        let attribution = match parse::parse_reply(&reply, &req.ids) {
+        let mut attribution = match parse::parse_reply(&reply.text, &req.ids) {
             Ok(ws) => Attribution::answered(ws.into_iter().map(Weight::from_unit_f64).collect()),
             Err(e) => {
                 tracing::warn!(error = %e, "attribution judge reply rejected; using coarse weights");
                 Attribution::fallback(parents.len(), e.to_string())
             }
         };
+        if reply.mode.is_some() {
+            attribution.name = Some(self.name_with(reply.mode.as_deref()));
+        }
         Judgement {
             attribution,
-            reply: Some(reply),
+            reply: Some(reply.text),
+            mode: reply.mode,
+        }
+    }
+
+    /// `lm-self-eval:<model id>`, and `+<mode>` when a request mode is given.
+    fn name_with(&self, mode: Option<&str>) -> String {
+        match mode {
+            Some(m) => format!("{LM_SELF_EVAL}:{}+{m}", self.backend.model_id()),
+            None => format!("{LM_SELF_EVAL}:{}", self.backend.model_id()),
         }
     }
 }
 
 impl<B: JudgeBackend> Attributor for LmSelfEval<B> {
+    /// `lm-self-eval:<model id>`, with `+<mode>` for a backend with several request modes
+    /// (the mode it will try first; [`Attribution::name`] has the one that answered).
     fn name(&self) -> String {
-        format!("{LM_SELF_EVAL}:{}", self.backend.model_id())
+        self.name_with(self.backend.mode().as_deref())
     }
 
     /// Never fails: a judge failure gives coarse weights (see

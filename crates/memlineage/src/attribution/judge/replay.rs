@@ -5,12 +5,16 @@
 //!
 //! ```json
 //! {"key":"<64 hex>","model":"SmolLM2-135M-Instruct-Q4_1@b179c9523d0e","micros":812345,"reply":"{\"weights\": …}"}
+//! {"key":"<64 hex>","model":"openai:smollm2","micros":301234,"reply":"…","mode":"json-object-schema"}
 //! ```
 //!
 //! `key` is SHA-256 over `memlineage/judge-replay/v1\0` followed by the model id, the system
 //! prompt and the user message, each prefixed by its length as a big-endian u64 — so a reply is
 //! replayed only for the exact request and model that produced it. `micros` is the wall time
 //! the backend took when the reply was recorded (for cost reports; `null` when unknown).
+//! `mode`, present only for backends with several request modes (the OpenAI-compatible
+//! judge's reply formats), is the mode that answered; replaying gives it back with the reply,
+//! so a replayed judgement records the same attribution name as the live one.
 //! Later lines override earlier ones with the same key; [`ReplayJudge::compact`] rewrites the
 //! file sorted by key with one line per key, which is the form to commit.
 //!
@@ -18,7 +22,7 @@
 //! [`super::LmSelfEval`] turns into the coarse fallback); [`ReplayMode::Record`] always calls
 //! it and stores the reply; [`ReplayMode::Fill`] replays what is stored and records what is not.
 
-use super::JudgeBackend;
+use super::{JudgeBackend, JudgeReply};
 use crate::attribution::AttributionError;
 use memlineage_core::Hash256;
 use serde::{Deserialize, Serialize};
@@ -66,6 +70,9 @@ pub struct Recorded {
     pub micros: Option<u64>,
     /// The reply, verbatim.
     pub reply: String,
+    /// The request mode that answered, for backends with several (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// The replay key of one request.
@@ -288,11 +295,30 @@ impl JudgeBackend for ReplayJudge {
     }
 
     fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
+        self.complete_detailed(system, user).map(|r| r.text)
+    }
+
+    /// The live backend's mode; replaying only, the mode of the stored replies when they all
+    /// have the same one.
+    fn mode(&self) -> Option<String> {
+        if let Some(inner) = &self.inner {
+            return inner.mode();
+        }
+        let st = self.lock();
+        let mut modes = st.map.values().map(|r| r.mode.clone());
+        let first = modes.next().flatten();
+        modes.all(|m| m == first).then_some(first).flatten()
+    }
+
+    fn complete_detailed(&self, system: &str, user: &str) -> Result<JudgeReply, AttributionError> {
         let key = replay_key(&self.model_id, system, user);
         if self.mode != ReplayMode::Record
             && let Some(rec) = self.lock().map.get(&key)
         {
-            return Ok(rec.reply.clone());
+            return Ok(JudgeReply {
+                text: rec.reply.clone(),
+                mode: rec.mode.clone(),
+            });
         }
         let inner = match (&self.inner, self.mode) {
             (Some(inner), ReplayMode::Record | ReplayMode::Fill) => inner,
@@ -304,13 +330,14 @@ impl JudgeBackend for ReplayJudge {
             }
         };
         let start = Instant::now();
-        let reply = inner.complete(system, user)?;
+        let reply = inner.complete_detailed(system, user)?;
         let micros = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.store(Recorded {
             key,
             model: self.model_id.clone(),
             micros: Some(micros),
-            reply: reply.clone(),
+            reply: reply.text.clone(),
+            mode: reply.mode.clone(),
         })?;
         Ok(reply)
     }

@@ -21,12 +21,15 @@ use std::sync::Arc;
 
 pub use memlineage_models;
 
+pub mod constrained;
 pub mod scored;
+
+pub use constrained::NumberReading;
 
 /// The prefix of AttnAttr's attribution name.
 pub const ATTN_ATTR: &str = "attn-attr";
 
-fn model_err(e: ModelError) -> AttributionError {
+pub(crate) fn model_err(e: ModelError) -> AttributionError {
     AttributionError::Model(e.to_string())
 }
 
@@ -89,26 +92,58 @@ impl Attributor for AttnAttr {
 /// How the local judge produces its reply.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum JudgeDecoding {
-    /// Greedy free generation with the model's ChatML template; the reply is parsed strictly
-    /// like any backend's. The default: it fails closed — SmolLM2-135M mostly echoes the
-    /// envelope instead of replying, and every such reply gives coarse weights.
+    /// Decoding under the envelope's grammar, each number read greedily ([`constrained`],
+    /// [`NumberReading::Greedy`]): the ids and punctuation are fixed, the model chooses only
+    /// the digits — what an OpenAI-compatible server does with the reply's JSON schema at
+    /// temperature 0. Model id suffix `+constrained`. Measured with SmolLM2-135M: every weight
+    /// is 0 or 1 and follows the parents' position more than their content; it drops real
+    /// edges, injections among them (`docs/attribution.md`).
+    Constrained,
+    /// Decoding under the envelope's grammar, each number read as its expected value
+    /// ([`constrained`], [`NumberReading::Expected`]). Model id suffix `+constrained-expected`.
+    /// The default: of the two constrained readings it measures better (at τ = 0.5 it keeps
+    /// every followed injection a strong edge; greedy loses a third of them), though with
+    /// SmolLM2-135M neither carries a usable signal (`docs/attribution.md`).
     #[default]
-    Generate,
-    /// The reply is built from the model's next-token probabilities at each number, one
-    /// parent at a time ([`scored`]): always well-formed, but measured to carry no signal
-    /// with SmolLM2-135M.
+    ConstrainedExpected,
+    /// The expected value of each weight, one parent per request ([`scored`]). Model id suffix
+    /// `+scored`.
     Scored,
+    /// Greedy free generation with the model's ChatML template, parsed strictly like any
+    /// backend's reply. SmolLM2-135M echoes the envelope instead of replying, so this judge
+    /// always falls back (fail closed). Model id without suffix.
+    Generate,
+}
+
+impl JudgeDecoding {
+    /// Every decoding.
+    pub const ALL: [JudgeDecoding; 4] = [
+        JudgeDecoding::Constrained,
+        JudgeDecoding::ConstrainedExpected,
+        JudgeDecoding::Scored,
+        JudgeDecoding::Generate,
+    ];
+
+    /// The suffix of the judge's model id (so replies of different decodings never share a
+    /// replay key, and entries record how their weights were read).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            JudgeDecoding::Constrained => CONSTRAINED_SUFFIX,
+            JudgeDecoding::ConstrainedExpected => CONSTRAINED_EXPECTED_SUFFIX,
+            JudgeDecoding::Scored => SCORED_SUFFIX,
+            JudgeDecoding::Generate => "",
+        }
+    }
 }
 
 /// The local SmolLM2 judge.
 ///
-/// [`JudgeDecoding::Generate`] (the default, [`LocalJudge::new`]) is greedy chat completion;
-/// its reply budget is `min(max_new_tokens, 24 + 16 × n)` tokens for an envelope with `n` ids
-/// (a well-formed reply needs about 12 tokens per id): a judge that rambles is cut short,
-/// fails to parse and falls back, without paying for the full budget.
-/// [`JudgeDecoding::Scored`] ([`LocalJudge::scored`]) reads the expected value of each weight
-/// from the model's probabilities (see [`scored`]); its model id carries the suffix
-/// [`SCORED_SUFFIX`], so its replies never share a replay key with generated ones.
+/// [`LocalJudge::new`] decodes with [`JudgeDecoding::default`] (constrained, expected-value
+/// numbers); [`LocalJudge::with_decoding`] picks another. The generating decoding's reply budget is `min(max_new_tokens, 24 + 16 × n)`
+/// tokens for an envelope with `n` ids (a well-formed reply needs about 12 tokens per id): a
+/// judge that rambles is cut short, fails to parse and falls back, without paying for the full
+/// budget. The constrained decodings need no budget: their reply has exactly the envelope's
+/// ids and one bounded number each.
 #[derive(Clone, Debug)]
 pub struct LocalJudge {
     model: Arc<LocalModel>,
@@ -121,24 +156,29 @@ pub const DEFAULT_MAX_NEW_TOKENS: usize = 160;
 
 /// The suffix of the scored judge's model id.
 pub const SCORED_SUFFIX: &str = "+scored";
+/// The suffix of the constrained (greedy) judge's model id.
+pub const CONSTRAINED_SUFFIX: &str = "+constrained";
+/// The suffix of the constrained judge's model id when it reads expected values.
+pub const CONSTRAINED_EXPECTED_SUFFIX: &str = "+constrained-expected";
 
 impl LocalJudge {
-    /// The generating judge (greedy chat completion) over a loaded model, with
-    /// [`DEFAULT_MAX_NEW_TOKENS`].
+    /// The default local judge ([`JudgeDecoding::default`]) over a loaded model.
     pub fn new(model: Arc<LocalModel>) -> LocalJudge {
+        LocalJudge::with_decoding(model, JudgeDecoding::default())
+    }
+
+    /// The local judge with a given decoding.
+    pub fn with_decoding(model: Arc<LocalModel>, decoding: JudgeDecoding) -> LocalJudge {
         LocalJudge {
             model,
             max_new_tokens: DEFAULT_MAX_NEW_TOKENS,
-            decoding: JudgeDecoding::Generate,
+            decoding,
         }
     }
 
     /// The scored judge over a loaded model (see [`scored`]).
     pub fn scored(model: Arc<LocalModel>) -> LocalJudge {
-        LocalJudge {
-            decoding: JudgeDecoding::Scored,
-            ..LocalJudge::new(model)
-        }
+        LocalJudge::with_decoding(model, JudgeDecoding::Scored)
     }
 
     /// The decoding.
@@ -156,20 +196,25 @@ impl LocalJudge {
 
 impl JudgeBackend for LocalJudge {
     fn model_id(&self) -> String {
-        match self.decoding {
-            JudgeDecoding::Scored => format!("{}{SCORED_SUFFIX}", self.model.model_id()),
-            JudgeDecoding::Generate => self.model.model_id(),
-        }
+        format!("{}{}", self.model.model_id(), self.decoding.suffix())
     }
 
     fn complete(&self, system: &str, user: &str) -> Result<String, AttributionError> {
-        if self.decoding == JudgeDecoding::Scored {
-            return scored::scored_reply(&self.model, system, user);
+        match self.decoding {
+            JudgeDecoding::Constrained => {
+                constrained::constrained_reply(&self.model, system, user, NumberReading::Greedy)
+            }
+            JudgeDecoding::ConstrainedExpected => {
+                constrained::constrained_reply(&self.model, system, user, NumberReading::Expected)
+            }
+            JudgeDecoding::Scored => scored::scored_reply(&self.model, system, user),
+            JudgeDecoding::Generate => {
+                let n = scored::envelope_ids(user).ok().map(|ids| ids.len());
+                let budget = n.map_or(self.max_new_tokens, |n| {
+                    self.max_new_tokens.min(24 + 16 * n)
+                });
+                self.model.chat(system, user, budget).map_err(model_err)
+            }
         }
-        let n = scored::envelope_ids(user).ok().map(|ids| ids.len());
-        let budget = n.map_or(self.max_new_tokens, |n| {
-            self.max_new_tokens.min(24 + 16 * n)
-        });
-        self.model.chat(system, user, budget).map_err(model_err)
     }
 }

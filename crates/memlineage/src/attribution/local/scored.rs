@@ -29,17 +29,14 @@
 //!
 //! Measured on the labelled set, the scores carry no signal (real and other edges both
 //! average ≈ 0.74; `docs/attribution.md`): the scored judge shows that the model cannot
-//! judge, not only that it cannot follow the reply format. It is therefore not the default
-//! local judge ([`super::LocalJudge::new`] generates and fails closed); use it with a larger
-//! local model, or to re-measure.
+//! judge, not only that it cannot follow the reply format. The default local judge reads the
+//! same expected values with every parent in one request ([`super::constrained`]); this one
+//! is kept to compare, and for a larger local model.
 
+use super::model_err;
 use crate::attribution::AttributionError;
 use crate::attribution::judge::envelope;
-use memlineage_models::{LocalModel, ModelError, Prefix};
-
-fn model_err(e: ModelError) -> AttributionError {
-    AttributionError::Model(e.to_string())
-}
+use memlineage_models::{LocalModel, Prefix};
 
 /// Below this total probability on `0` and `1` the model is not answering with a number at
 /// all, and the score is refused (LmSelfEval then falls back to coarse weights).
@@ -47,24 +44,11 @@ pub const MIN_NUMBER_MASS: f64 = 1e-3;
 
 /// The envelope ids listed in the user message (`"ids"` of its first line).
 pub(crate) fn envelope_ids(user: &str) -> Result<Vec<String>, AttributionError> {
-    let bad = |why: &str| {
+    envelope::ids_of(user).map_err(|why| {
         AttributionError::Invalid(format!(
-            "the scored local judge needs a judge envelope as the user message: {why}"
+            "the local judge needs a judge envelope as the user message: {why}"
         ))
-    };
-    let v: serde_json::Value = serde_json::from_str(envelope::envelope_of(user))
-        .map_err(|e| bad(&format!("its first line is not JSON ({e})")))?;
-    let ids = v
-        .get("ids")
-        .and_then(serde_json::Value::as_array)
-        .ok_or_else(|| bad("it has no \"ids\" list"))?;
-    ids.iter()
-        .map(|id| {
-            id.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| bad("an id is not a string"))
-        })
-        .collect()
+    })
 }
 
 /// The single token `text` adds after `prefix` (an error when it is not exactly one token).
@@ -82,16 +66,16 @@ fn next_token(model: &LocalModel, prefix: &str, text: &str) -> Result<u32, Attri
 }
 
 /// The tokens the score reads, found in the context they occur in.
-struct Tokens {
-    zero: u32,
-    one: u32,
-    dot: u32,
-    terminators: Vec<u32>,
-    digits: [u32; 10],
+pub(crate) struct Tokens {
+    pub(crate) zero: u32,
+    pub(crate) one: u32,
+    pub(crate) dot: u32,
+    pub(crate) terminators: Vec<u32>,
+    pub(crate) digits: [u32; 10],
 }
 
 impl Tokens {
-    fn find(model: &LocalModel) -> Result<Tokens, AttributionError> {
+    pub(crate) fn find(model: &LocalModel) -> Result<Tokens, AttributionError> {
         let before = "{\"weights\": {\"p0\": ";
         let zero = next_token(model, before, "0")?;
         let one = next_token(model, before, "1")?;
