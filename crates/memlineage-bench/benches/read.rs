@@ -4,7 +4,6 @@
 //! runner's.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
 use memlineage_bench::fixtures::{Workload, queries};
 use memlineage_bench::{
@@ -53,11 +52,12 @@ fn read(c: &mut Criterion) {
     let ids: Vec<_> = (0..256)
         .map(|_| {
             let idx = REGISTRY_RECORDS + w.below(size - REGISTRY_RECORDS);
-            mem.store()
-                .entry_by_index(idx)
+            mem.log(idx, 1)
                 .expect("read")
+                .pop()
                 .expect("entry")
-                .id
+                .entry
+                .id()
         })
         .collect();
     let mut k = 0;

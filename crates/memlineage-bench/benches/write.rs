@@ -34,7 +34,11 @@ fn write(c: &mut Criterion) {
         g.throughput(Throughput::Elements(batch as u64));
         g.bench_function(format!("b{batch}"), |b| {
             b.iter_batched(
-                || (0..batch).map(|_| workload.next_request(&pool)).collect(),
+                || {
+                    (0..batch)
+                        .map(|_| workload.next_request(&pool).expect("request"))
+                        .collect()
+                },
                 |reqs| mem.write_batch(reqs).expect("writes"),
                 BatchSize::PerIteration,
             )

@@ -14,7 +14,7 @@
 //! full-text search alone), `verify8` (the batch signature check of 8 results alone),
 //! `checkpoint` (`Memory::latest_checkpoint`).
 
-use memlineage::store::StoreRead;
+use memlineage::store::SearchTerms;
 use memlineage::{Memory, SqliteStore};
 use memlineage_bench::fixtures::queries;
 use memlineage_bench::{REGISTRY_RECORDS, cached_store, default_cache_dir};
@@ -66,8 +66,8 @@ fn run(op: &str, n: u64, iters: u64) -> Result<(), Box<dyn std::error::Error>> {
     let mut ids = Vec::with_capacity(256);
     for _ in 0..256 {
         let idx = REGISTRY_RECORDS + below(size - REGISTRY_RECORDS);
-        if let Some(e) = mem.store().entry_by_index(idx)? {
-            ids.push(e.id);
+        if let Some(e) = mem.log(idx, 1)?.pop() {
+            ids.push(e.entry.id());
         }
     }
     // The first query's results and their signers' keys (for `verify8`).
@@ -98,7 +98,9 @@ fn run(op: &str, n: u64, iters: u64) -> Result<(), Box<dyn std::error::Error>> {
                 black_box(mem.prove_consistency(1 + below(size - 1), size)?);
             }
             "fts" => {
-                black_box(mem.store().search(&qs[k % qs.len()], SCOPE, 8)?);
+                let terms = SearchTerms::parse(&qs[k % qs.len()]);
+                let backend = mem.unchecked().backend();
+                black_box(backend.text_index().search(&terms, &scope, 8)?);
             }
             "verify8" => {
                 let items: Vec<BatchItem<'_>> = views

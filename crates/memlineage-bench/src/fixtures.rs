@@ -3,7 +3,10 @@
 //! workload mix, a typical entry body, and the banking gate scenario.
 
 use ed25519_dalek::SigningKey;
-use memlineage::{Memory, Settings, SqliteStore, StepClock, Store, WriteRequest};
+use memlineage::{
+    AttributionName, IntoBackend, Memory, PrincipalName, Settings, SqliteStore, StepClock,
+    WriteRequest,
+};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
 use memlineage_core::gate::{ContextEntry, Policy, ToolCall};
 use memlineage_core::keys;
@@ -30,6 +33,14 @@ pub const ORIGIN: &str = "bench.memlineage.invalid/log";
 pub const START_MS: u64 = 1_700_000_000_000;
 /// The scope typical bodies are written in.
 pub const TYPICAL_SCOPE: &str = "acme/assistant/alice/s42";
+
+/// The name of a fixture principal.
+pub fn name(name: &str) -> Result<PrincipalName, crate::BenchError> {
+    name.parse()
+        .map_err(|e: memlineage_core::principal::NameError| {
+            crate::BenchError::Invalid(e.to_string())
+        })
+}
 
 /// The secret key of principal `name` in the stores made with `seed`.
 pub fn principal_key(seed: u64, name: &str) -> SigningKey {
@@ -201,12 +212,12 @@ impl Workload {
     }
 
     /// The next entry as a [`WriteRequest`] for [`memlineage::Memory::write_batch`].
-    pub fn next_request(&mut self, pool: &[EntryId]) -> WriteRequest {
+    pub fn next_request(&mut self, pool: &[EntryId]) -> Result<WriteRequest, crate::BenchError> {
         let (shape, text) = self.next_entry(pool.len());
-        match shape {
-            Shape::Root { writer, kind } => WriteRequest::new(writer, kind, text),
-            Shape::Derived { parents } => WriteRequest::new("agent", EntryKind::Derived, text)
-                .with_parents(
+        Ok(match shape {
+            Shape::Root { writer, kind } => WriteRequest::new(&name(writer)?, kind, text),
+            Shape::Derived { parents } => {
+                WriteRequest::new(&name("agent")?, EntryKind::Derived, text).with_parents(
                     parents
                         .iter()
                         .map(|(i, w)| Parent {
@@ -214,9 +225,10 @@ impl Workload {
                             weight: *w,
                         })
                         .collect(),
-                    "explicit",
-                ),
-        }
+                    AttributionName::EXPLICIT,
+                )
+            }
+        })
     }
 }
 
@@ -471,30 +483,32 @@ pub fn fresh_memory(
     path: &std::path::Path,
     seed: u64,
     roots: usize,
-) -> Result<(Memory<SqliteStore>, Vec<EntryId>, Workload), crate::BenchError> {
+) -> Result<(Memory, Vec<EntryId>, Workload), crate::BenchError> {
     fresh_memory_on(SqliteStore::open(path)?, seed, roots)
 }
 
 /// [`fresh_memory`] on any store (for example a [`memlineage::store::MemoryStore`]).
-pub fn fresh_memory_on<S: Store>(
-    store: S,
+pub fn fresh_memory_on(
+    store: impl IntoBackend,
     seed: u64,
     roots: usize,
-) -> Result<(Memory<S>, Vec<EntryId>, Workload), crate::BenchError> {
+) -> Result<(Memory, Vec<EntryId>, Workload), crate::BenchError> {
     let mem = Memory::init(
         store,
         Settings::with_origin(ORIGIN),
-        OPERATOR,
+        &name(OPERATOR)?,
         principal_key(seed, OPERATOR),
     )?
     .with_clock(StepClock::new(START_MS, 1000));
-    for (name, class) in PRINCIPALS {
-        let key = principal_key(seed, name);
-        mem.add_principal(name, class, &key.verifying_key())?;
-        mem.keys().insert(name, key);
+    for (n, class) in PRINCIPALS {
+        let key = principal_key(seed, n);
+        mem.add_principal(&name(n)?, class, &key.verifying_key())?;
+        mem.keys().insert(&name(n)?, key);
     }
     let mut workload = Workload::new(seed);
-    let reqs = (0..roots).map(|_| workload.next_request(&[])).collect();
+    let reqs = (0..roots)
+        .map(|_| workload.next_request(&[]))
+        .collect::<Result<_, _>>()?;
     let ids = mem.write_batch(reqs)?.into_iter().map(|w| w.id).collect();
     Ok((mem, ids, workload))
 }

@@ -11,7 +11,6 @@ use crate::stats::{Budget, Stats, measure, summarize};
 use crate::store_verify::{StoreVerify, sample_entries};
 use crate::write_path::MemWrite;
 use ed25519_dalek::Signer;
-use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
 use memlineage_core::entry::{Scope, SignedEntry};
 use memlineage_core::gate::{GateInput, PreparedContext, decide};
@@ -832,7 +831,9 @@ fn durable(
     let mut samples = Vec::with_capacity(batches);
     let mut total_ns = 0.0;
     for i in 0..warmup + batches.max(1) {
-        let reqs: Vec<_> = (0..b).map(|_| workload.next_request(&pool)).collect();
+        let reqs: Vec<_> = (0..b)
+            .map(|_| workload.next_request(&pool))
+            .collect::<Result<_, _>>()?;
         let t = Instant::now();
         mem.write_batch(reqs)?;
         let ns = t.elapsed().as_nanos() as f64;
@@ -851,7 +852,7 @@ pub(crate) fn open_cached(
     n: u64,
     seed: u64,
     progress: &mut dyn FnMut(&str),
-) -> Result<Memory<SqliteStore>, BenchError> {
+) -> Result<Memory, BenchError> {
     let g = generate::cached_store(cache, n, seed, progress)?;
     if !g.reused {
         progress(&format!(
@@ -932,7 +933,7 @@ fn retrieval_rows(
 fn proof_store(
     cx: &Ctx<'_>,
     progress: &mut dyn FnMut(&str),
-) -> Result<(Memory<SqliteStore>, u64, Workload), BenchError> {
+) -> Result<(Memory, u64, Workload), BenchError> {
     let mem = open_cached(
         &cx.opts.cache(),
         cx.opts.proof_store_entries,
@@ -954,10 +955,10 @@ fn step_inclusion(
     for _ in 0..256 {
         let idx = REGISTRY_RECORDS + workload.below(size - REGISTRY_RECORDS);
         let stored = mem
-            .store()
-            .entry_by_index(idx)?
+            .log(idx, 1)?
+            .pop()
             .ok_or_else(|| BenchError::Invalid(format!("entry {idx} is missing")))?;
-        ids.push(stored.id);
+        ids.push(stored.entry.id());
     }
     let mut k = 0usize;
     let s = measure(&cx.budget, || {

@@ -15,7 +15,6 @@ use crate::fixtures;
 use crate::generate::SCOPE;
 use crate::stats::{Budget, measure};
 use memlineage::search::lexical::{CANDIDATE_WINDOW, LexicalIndex};
-use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
 use memlineage_core::entry::{Scope, SignedEntry};
 use serde::Serialize;
@@ -50,16 +49,14 @@ pub struct RetrievalPoint {
 }
 
 /// The lexical index of the store's searchable entries, and each one's scope (interned).
-fn lexical_index(
-    mem: &Memory<SqliteStore>,
-) -> Result<(LexicalIndex, Vec<u32>, Vec<Scope>), BenchError> {
+fn lexical_index(mem: &Memory) -> Result<(LexicalIndex, Vec<u32>, Vec<Scope>), BenchError> {
     let mut ix = LexicalIndex::new();
     let mut scope_of: Vec<u32> = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
     let size = mem.size()?;
     let mut start = 0u64;
     while start < size {
-        let chunk = mem.store().entries(start, 4096)?;
+        let chunk = mem.unchecked().backend().entries(start, 4096)?;
         let Some(last) = chunk.last().map(|e| e.index) else {
             break;
         };
@@ -147,9 +144,10 @@ pub fn measure_retrieval(
     drop(ix);
     if let Some(e) = embedder {
         use memlineage::search::SearchMode;
-        mem = mem.with_embedder(e)?;
+        // Attaching the model builds the vector index: from the stored embeddings, embedding
+        // (and storing) only the entries without one.
         let t = Instant::now();
-        mem.search_with(&queries[0], &scope, 8, SearchMode::Semantic)?;
+        mem = mem.with_embedder(e)?;
         point.embed_s = Some(t.elapsed().as_secs_f64());
         let semantic = measure(budget, || {
             qi = (qi + 1) % queries.len();

@@ -4,10 +4,9 @@
 //! time, so that load from a neighbour on a shared machine falls on every size alike.
 
 use crate::error::BenchError;
-use crate::fixtures::{OPERATOR, PRINCIPALS, Workload, principal_key};
+use crate::fixtures::{OPERATOR, PRINCIPALS, Workload, name, principal_key};
 use crate::generate::REGISTRY_RECORDS;
 use crate::stats::{Stats, summarize};
-use memlineage::store::StoreRead;
 use memlineage::{Memory, SqliteStore};
 use memlineage_core::EntryId;
 use std::path::Path;
@@ -20,7 +19,7 @@ const BATCH: usize = 256;
 
 /// A scratch copy of a store, open for writing with every fixture key loaded.
 pub struct DurableWriter {
-    mem: Memory<SqliteStore>,
+    mem: Memory,
     pool: Vec<EntryId>,
     workload: Workload,
     _scratch: tempfile::TempDir,
@@ -41,16 +40,15 @@ impl DurableWriter {
             .and_then(|f| f.sync_all())
             .map_err(|e| BenchError::io(&copy, e))?;
         let mem = Memory::open(SqliteStore::open(&copy)?)?;
-        for name in std::iter::once(OPERATOR).chain(PRINCIPALS.iter().map(|(n, _)| *n)) {
-            mem.keys().insert(name, principal_key(seed, name));
+        for n in std::iter::once(OPERATOR).chain(PRINCIPALS.iter().map(|(n, _)| *n)) {
+            mem.keys().insert(&name(n)?, principal_key(seed, n));
         }
         let size = mem.size()?;
         let from = size.saturating_sub(BATCH as u64).max(REGISTRY_RECORDS);
         let pool = mem
-            .store()
-            .entries(from, size - from)?
+            .log(from, size - from)?
             .into_iter()
-            .map(|e| e.id)
+            .map(|e| e.entry.id())
             .collect();
         Ok(DurableWriter {
             mem,
@@ -64,7 +62,7 @@ impl DurableWriter {
     pub fn batch(&mut self) -> Result<f64, BenchError> {
         let reqs: Vec<_> = (0..BATCH)
             .map(|_| self.workload.next_request(&self.pool))
-            .collect();
+            .collect::<Result<_, _>>()?;
         let t = Instant::now();
         self.mem.write_batch(reqs)?;
         Ok(t.elapsed().as_nanos() as f64 / BATCH as f64)

@@ -7,14 +7,13 @@ use crate::fixtures::{Workload, principal_key};
 use crate::generate::REGISTRY_RECORDS;
 use ed25519_dalek::VerifyingKey;
 use memlineage::Memory;
-use memlineage::store::Store;
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::merkle;
 use memlineage_core::{EntryId, Hash256};
 
 /// `count` content entries drawn uniformly from the log (registry records excluded), decoded.
-pub fn sample_entries<S: Store>(
-    mem: &Memory<S>,
+pub fn sample_entries(
+    mem: &Memory,
     workload: &mut Workload,
     count: usize,
 ) -> Result<Vec<(EntryId, SignedEntry)>, BenchError> {
@@ -28,11 +27,10 @@ pub fn sample_entries<S: Store>(
     for _ in 0..count {
         let idx = REGISTRY_RECORDS + workload.below(size - REGISTRY_RECORDS);
         let stored = mem
-            .store()
-            .entry_by_index(idx)?
+            .log(idx, 1)?
+            .pop()
             .ok_or_else(|| BenchError::Invalid(format!("entry {idx} is missing")))?;
-        let entry = SignedEntry::from_leaf(&stored.leaf).map_err(BenchError::core)?;
-        out.push((stored.id, entry));
+        out.push((stored.entry.id(), stored.entry));
     }
     Ok(out)
 }
@@ -55,8 +53,8 @@ pub struct StoreVerify {
 impl StoreVerify {
     /// Proves each of `picked` in the tree of the whole store; the writers' keys come from
     /// the generator's seed. Fails if any of them does not verify.
-    pub fn new<S: Store>(
-        mem: &Memory<S>,
+    pub fn new(
+        mem: &Memory,
         seed: u64,
         picked: &[(EntryId, SignedEntry)],
     ) -> Result<StoreVerify, BenchError> {

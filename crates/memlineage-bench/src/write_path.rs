@@ -10,9 +10,9 @@
 //! transaction), the leaf, the Merkle nodes it completes, the edge, writer and search indexes.
 
 use crate::error::BenchError;
-use crate::fixtures::{START_MS, TYPICAL_SCOPE, Workload, fresh_memory_on};
+use crate::fixtures::{START_MS, TYPICAL_SCOPE, Workload, fresh_memory_on, name};
 use memlineage::store::MemoryStore;
-use memlineage::{Memory, WriteRequest, Written};
+use memlineage::{AttributionName, Memory, PrincipalName, WriteRequest, Written};
 use memlineage_core::entry::{EntryKind, Parent, Scope};
 use memlineage_core::label::Weight;
 use memlineage_core::{EntryId, Hash256};
@@ -22,10 +22,11 @@ const TEXTS: usize = 64;
 
 /// `Memory::write` of typical derived entries to an in-memory store.
 pub struct MemWrite {
-    mem: Memory<MemoryStore>,
+    mem: Memory,
     pool: Vec<EntryId>,
     texts: Vec<String>,
     scope: Scope,
+    agent: PrincipalName,
     n: u64,
 }
 
@@ -40,6 +41,7 @@ impl MemWrite {
             pool,
             texts,
             scope: Scope::new(TYPICAL_SCOPE).map_err(BenchError::core)?,
+            agent: name("agent")?,
             n: 0,
         })
     }
@@ -61,10 +63,10 @@ impl MemWrite {
             })
             .collect();
         let text = &self.texts[n % self.texts.len()];
-        WriteRequest::new("agent", EntryKind::Derived, text.as_bytes())
+        WriteRequest::new(&self.agent, EntryKind::Derived, text.as_bytes())
             .with_scope(self.scope.clone())
             .with_context(Hash256::of(&(START_MS + self.n).to_le_bytes()))
-            .with_parents(parents, "explicit")
+            .with_parents(parents, AttributionName::EXPLICIT)
             .with_meta("session", "s42")
     }
 
@@ -75,7 +77,7 @@ impl MemWrite {
     }
 
     /// The memory handle (for checks).
-    pub fn memory(&self) -> &Memory<MemoryStore> {
+    pub fn memory(&self) -> &Memory {
         &self.mem
     }
 }

@@ -20,10 +20,15 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "memlineage", version, about, long_about = None)]
 struct Cli {
-    /// The store database file (or a directory holding `store.db`). Default: $MEMLINEAGE_STORE,
-    /// else ./.memlineage/store.db. Secret keys live in `keys/` beside it.
-    #[arg(long, global = true, value_name = "PATH")]
-    store: Option<PathBuf>,
+    /// The store: a database file (or a directory holding `store.db`), `sqlite:PATH`,
+    /// `memory:` or `postgres://…`. Default: $MEMLINEAGE_STORE, else ./.memlineage/store.db.
+    #[arg(long, global = true, value_name = "LOCATION")]
+    store: Option<memlineage::StoreLocation>,
+
+    /// The directory of secret key files. Default: $MEMLINEAGE_KEYS, else `keys/` beside an
+    /// SQLite store file, else ./.memlineage/keys.
+    #[arg(long, global = true, value_name = "DIR")]
+    keys: Option<PathBuf>,
 
     /// Print exactly one JSON object on stdout instead of text.
     #[arg(long, global = true)]
@@ -111,11 +116,20 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let paths = match StorePaths::resolve(cli.store, cli.keys.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            return ExitCode::from(output::emit_error(
+                &CliError::usage(format!("{}: {e}", paths::STORE_ENV)),
+                cli.json,
+            ));
+        }
+    };
     let ctx = Ctx {
-        paths: StorePaths::resolve(cli.store.as_deref()),
+        paths,
         json: cli.json,
     };
-    tracing::debug!(store = %ctx.paths.db.display(), "resolved store");
+    tracing::debug!(store = %ctx.paths.location, "resolved store");
     let code = match run(cli.command, &ctx) {
         Ok(outcome) => output::emit(&outcome, ctx.json),
         Err(e) => output::emit_error(&e, ctx.json),

@@ -40,9 +40,23 @@ impl CliError {
     }
 }
 
+/// A library error as the command line reports it: the exit code from its kind (a malformed
+/// or ambiguous id is bad usage, exit 2; everything else that reaches here failed or was
+/// refused, exit 1), the message from its variant (docs/cli.md, "Exit codes").
 impl From<memlineage::Error> for CliError {
     fn from(e: memlineage::Error) -> CliError {
-        CliError::failed(e.to_string())
+        use memlineage::error::{IdPrefixError, Refusal};
+        match &e {
+            memlineage::Error::IdPrefix(
+                IdPrefixError::Ambiguous { .. } | IdPrefixError::Malformed(_),
+            ) => CliError::usage(e.to_string()),
+            memlineage::Error::Refused(Refusal::NotRegistered { name }) => {
+                CliError::failed(format!(
+                    "principal `{name}` is not registered: add it with `memlineage principal add {name} --class trusted|external` (see `memlineage principal list`)"
+                ))
+            }
+            _ => CliError::failed(e.to_string()),
+        }
     }
 }
 

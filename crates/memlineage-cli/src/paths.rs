@@ -1,68 +1,88 @@
 //! Where the store and its keys live.
 //!
-//! Resolution order: `--store PATH`, then the `MEMLINEAGE_STORE` environment variable (when set
-//! and non-empty), then `./.memlineage/store.db`. A path naming an existing directory means
-//! `store.db` inside it. Secret keys live beside the store, in `<store dir>/keys/NAME.key`.
+//! The store: `--store LOCATION`, then the `MEMLINEAGE_STORE` environment variable (when set and
+//! non-empty), then `./.memlineage/store.db`. A location is a path or `sqlite:PATH` (the
+//! embedded SQLite store; a path naming an existing directory means `store.db` inside it),
+//! `memory:` (an in-memory store that lives as long as the command), or `postgres://…`
+//! (`memlineage::StoreLocation`).
+//!
+//! The secret keys: `--keys DIR`, then `MEMLINEAGE_KEYS`, then `keys/` beside an SQLite store
+//! file, else `./.memlineage/keys`.
 
+use memlineage::StoreLocation;
 use std::path::{Path, PathBuf};
 
 /// The environment variable that names the store when `--store` is not given.
 pub const STORE_ENV: &str = "MEMLINEAGE_STORE";
+/// The environment variable that names the key directory when `--keys` is not given.
+pub const KEYS_ENV: &str = "MEMLINEAGE_KEYS";
 /// The default store path, relative to the working directory.
 pub const DEFAULT_STORE: &str = ".memlineage/store.db";
-/// The store file name used when the given path is a directory.
-pub const STORE_FILE: &str = "store.db";
+/// The default key directory of a store that is not an SQLite file.
+pub const DEFAULT_KEYS: &str = ".memlineage/keys";
 
-/// The resolved location of a store.
+/// The resolved location of a store and its keys.
 #[derive(Clone, Debug)]
 pub struct StorePaths {
-    /// The SQLite database file.
-    pub db: PathBuf,
+    /// The store.
+    pub location: StoreLocation,
+    /// The SQLite database file, when the store is one.
+    pub db: Option<PathBuf>,
     /// The directory of secret key files.
     pub keys: PathBuf,
-    /// Where the path came from, for messages.
+    /// Where the location came from, for messages.
     pub origin: &'static str,
 }
 
 impl StorePaths {
-    /// Resolves the store path from the flag, the environment and the default.
-    pub fn resolve(flag: Option<&Path>) -> StorePaths {
-        let env = std::env::var_os(STORE_ENV).filter(|v| !v.is_empty());
-        let (path, origin) = match (flag, env) {
-            (Some(p), _) => (p.to_path_buf(), "--store"),
-            (None, Some(e)) => (PathBuf::from(e), STORE_ENV),
-            (None, None) => (PathBuf::from(DEFAULT_STORE), "default"),
+    /// Resolves the store from the flag, the environment and the default, and the key
+    /// directory from its flag, its environment variable, or the store.
+    pub fn resolve(
+        flag: Option<StoreLocation>,
+        keys_flag: Option<&Path>,
+    ) -> Result<StorePaths, memlineage::Error> {
+        let env = std::env::var(STORE_ENV).ok().filter(|v| !v.is_empty());
+        let (location, origin) = match (flag, env) {
+            (Some(l), _) => (l, "--store"),
+            (None, Some(e)) => (e.parse::<StoreLocation>()?, STORE_ENV),
+            (None, None) => (StoreLocation::Sqlite(DEFAULT_STORE.into()), "default"),
         };
-        StorePaths::at(path, origin)
+        let keys_env = std::env::var_os(KEYS_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let keys = keys_flag
+            .map(Path::to_path_buf)
+            .or(keys_env)
+            .or_else(|| location.key_dir())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_KEYS));
+        Ok(StorePaths {
+            db: location.sqlite_file(),
+            location,
+            keys,
+            origin,
+        })
     }
 
-    fn at(path: PathBuf, origin: &'static str) -> StorePaths {
-        let db = if path.is_dir() {
-            path.join(STORE_FILE)
-        } else {
-            path
-        };
-        let dir = match db.parent() {
+    /// The directory the store file lives in (where `init` makes it), if it is a file.
+    pub fn dir(&self) -> Option<PathBuf> {
+        let db = self.db.as_ref()?;
+        Some(match db.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
-        };
-        StorePaths {
-            keys: dir.join("keys"),
-            db,
-            origin,
+        })
+    }
+
+    /// The store as shown: the SQLite file's path, else the location (no password).
+    pub fn shown(&self) -> String {
+        match &self.db {
+            Some(db) => db.display().to_string(),
+            None => self.location.to_string(),
         }
     }
 
-    /// The directory holding the store file.
-    pub fn dir(&self) -> PathBuf {
-        self.keys
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-    }
-
-    /// A human description: `./x/store.db (from MEMLINEAGE_STORE)`.
+    /// A human description: `./x/store.db (from MEMLINEAGE_STORE)`, `memory: (from --store)`.
     pub fn describe(&self) -> String {
-        format!("{} (from {})", self.db.display(), self.origin)
+        format!("{} (from {})", self.shown(), self.origin)
     }
 }
 
@@ -70,16 +90,27 @@ impl StorePaths {
 mod tests {
     use super::*;
 
+    fn at(s: &str) -> StorePaths {
+        StorePaths::resolve(Some(s.parse().unwrap()), None).unwrap()
+    }
+
     #[test]
-    fn file_and_directory_forms() {
-        let p = StorePaths::at(PathBuf::from("a/b/s.db"), "--store");
-        assert_eq!(p.db, PathBuf::from("a/b/s.db"));
+    fn file_directory_and_other_forms() {
+        let p = at("a/b/s.db");
+        assert_eq!(p.db, Some(PathBuf::from("a/b/s.db")));
         assert_eq!(p.keys, PathBuf::from("a/b/keys"));
-        let p = StorePaths::at(PathBuf::from("s.db"), "--store");
+        let p = at("sqlite:s.db");
         assert_eq!(p.keys, PathBuf::from("./keys"));
         let dir = tempfile::tempdir().unwrap();
-        let p = StorePaths::at(dir.path().to_path_buf(), "--store");
-        assert_eq!(p.db, dir.path().join(STORE_FILE));
+        let p = at(&dir.path().display().to_string());
+        assert_eq!(p.db, Some(dir.path().join(memlineage::store::STORE_FILE)));
         assert_eq!(p.keys, dir.path().join("keys"));
+        let p = at("memory:");
+        assert_eq!(p.db, None);
+        assert_eq!(p.keys, PathBuf::from(DEFAULT_KEYS));
+        assert_eq!(p.describe(), "memory: (from --store)");
+        let p =
+            StorePaths::resolve(Some("memory:".parse().unwrap()), Some(Path::new("k"))).unwrap();
+        assert_eq!(p.keys, PathBuf::from("k"));
     }
 }

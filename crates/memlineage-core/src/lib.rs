@@ -23,6 +23,7 @@ pub mod keys;
 pub mod label;
 pub mod lineage;
 pub mod merkle;
+pub mod names;
 pub mod principal;
 pub mod records;
 pub mod render;
@@ -31,3 +32,4 @@ pub mod trust;
 
 pub use error::Error;
 pub use hash::{EntryId, Hash256};
+pub use names::{AttributionName, PrincipalName};

@@ -152,7 +152,7 @@ fn chain(
     fallback: Fallback,
 ) -> Result<Vec<bool>, EvalError> {
     let root = mem.write(WriteRequest::new(
-        &cfg.root_writer,
+        &crate::world::principal(&cfg.root_writer)?,
         EntryKind::ToolOutput,
         cfg.root_content.as_str(),
     ))?;
@@ -163,15 +163,19 @@ fn chain(
         vars.insert("k".to_string(), (i + 1).to_string());
         let content = substitute(&cfg.hop_content, &vars);
         let hop = mem.write(
-            WriteRequest::new("agent", EntryKind::Derived, content)
-                .with_parents(
-                    vec![Parent {
-                        id: prev,
-                        weight: *w,
-                    }],
-                    "ablation",
-                )
-                .with_label_rule(Some(tau), Some(fallback)),
+            WriteRequest::new(
+                &crate::world::principal("agent")?,
+                EntryKind::Derived,
+                content,
+            )
+            .with_parents(
+                vec![Parent {
+                    id: prev,
+                    weight: *w,
+                }],
+                crate::world::attribution("ablation")?,
+            )
+            .with_label_rule(Some(tau), Some(fallback)),
         )?;
         out.push(hop.label.is_untrusted());
         prev = hop.id;

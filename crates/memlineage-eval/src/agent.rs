@@ -14,8 +14,8 @@ use crate::error::EvalError;
 use crate::grammar::{Arg, Call, Grammar};
 use crate::json::Json;
 use crate::scenario::{AgentFile, WeightsName};
-use crate::world::{Mem, under};
-use memlineage::store::{StoreRead, StoredEntry};
+use crate::world::{Mem, attribution, principal, under};
+use memlineage::store::StoredEntry;
 use memlineage::{GateRequest, WriteRequest};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent, Scope, SignedEntry};
@@ -170,9 +170,9 @@ impl Agent<'_> {
         scope: &Scope,
         content: &str,
     ) -> Result<Item, EvalError> {
-        let w = self
-            .mem
-            .write(WriteRequest::new(writer, kind, content).with_scope(scope.clone()))?;
+        let w = self.mem.write(
+            WriteRequest::new(&principal(writer)?, kind, content).with_scope(scope.clone()),
+        )?;
         let view = self.mem.get(&w.id)?;
         Ok(Item::from_entry(
             &view.entry,
@@ -205,8 +205,10 @@ impl Agent<'_> {
                 })
                 .collect();
         } else {
-            let store = self.mem.store();
-            for index in store.search(query, self.memory.as_str(), limit)? {
+            // The undefended baselines read memory straight from the store, unverified.
+            let store = self.mem.unchecked().backend();
+            let terms = memlineage::store::SearchTerms::parse(query);
+            for index in store.text_index().search(&terms, &self.memory, limit)? {
                 if let Some(item) = store.entry_by_index(index)?.and_then(Item::from_raw) {
                     out.items.push(item);
                 }
@@ -241,7 +243,8 @@ impl Agent<'_> {
                 .collect();
         } else {
             for id in ids {
-                if let Some(item) = self.mem.store().entry_by_id(id)?.and_then(Item::from_raw) {
+                let store = self.mem.unchecked().backend();
+                if let Some(item) = store.entry_by_id(id)?.and_then(Item::from_raw) {
                     out.items.push(item);
                 }
             }
@@ -309,9 +312,9 @@ impl Agent<'_> {
         let rendered: Vec<RenderedEntry> = context.iter().map(Item::rendered).collect();
         let h_ctx = context_hash(&render_text(&rendered));
         let w = self.mem.write(
-            WriteRequest::new("agent", EntryKind::Derived, content)
+            WriteRequest::new(&principal("agent")?, EntryKind::Derived, content)
                 .with_scope(self.memory.clone())
-                .with_parents(parents, weights_name(weights))
+                .with_parents(parents, attribution(weights_name(weights))?)
                 .with_context(h_ctx),
         )?;
         let view = self.mem.get(&w.id)?;
@@ -363,7 +366,7 @@ pub(crate) fn gate_call(
     context: &[EntryId],
     repair: bool,
 ) -> Result<Dispatch, EvalError> {
-    let mut req = GateRequest::new(call.to_tool_call(), context.to_vec(), "agent");
+    let mut req = GateRequest::new(call.to_tool_call(), context.to_vec(), &principal("agent")?);
     req.scope = scope.clone();
     req.repair = repair;
     match mem.gate(policy, &req) {
@@ -379,10 +382,10 @@ pub(crate) fn gate_call(
                 dispatched,
             })
         }
-        Err(memlineage::Error::Invalid(e)) => Ok(Dispatch {
+        Err(e @ memlineage::Error::Gate(_)) => Ok(Dispatch {
             proposed: call.clone(),
             decision: None,
-            error: Some(e),
+            error: Some(e.to_string()),
             dispatched: None,
         }),
         Err(e) => Err(e.into()),

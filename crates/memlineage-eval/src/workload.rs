@@ -230,7 +230,7 @@ impl<'a> Runner<'a> {
                 Step::ForgetIngested { erase } => {
                     for id in &ingested {
                         agent.mem.forget(
-                            "operator",
+                            &crate::world::principal("operator")?,
                             id,
                             *erase,
                             "cleanup of a processed message",

@@ -3,8 +3,8 @@
 
 use crate::error::EvalError;
 use crate::scenario::AgentFile;
-use memlineage::store::{NewRecord, Store};
-use memlineage::{Memory, Settings, SqliteStore, StepClock};
+use memlineage::store::NewRecord;
+use memlineage::{AttributionName, Memory, PrincipalName, Settings, SqliteStore, StepClock};
 use memlineage_core::entry::{EntryBody, EntryKind, Scope, SignedEntry};
 use memlineage_core::keys::Domain;
 use memlineage_core::label::{Fallback, TrustLabel, Weight};
@@ -14,7 +14,23 @@ use rand_core::SeedableRng;
 use std::collections::BTreeMap;
 
 /// The memory of one episode.
-pub(crate) type Mem = Memory<SqliteStore>;
+pub(crate) type Mem = Memory;
+
+/// A principal name of the scenario files.
+pub(crate) fn principal(name: &str) -> Result<PrincipalName, EvalError> {
+    name.parse()
+        .map_err(|e: memlineage_core::principal::NameError| {
+            EvalError::scenario("agent.toml", e.to_string())
+        })
+}
+
+/// An attribution algorithm name of the harness.
+pub(crate) fn attribution(name: &str) -> Result<AttributionName, EvalError> {
+    name.parse()
+        .map_err(|e: memlineage_core::names::AttributionNameError| {
+            EvalError::scenario("agent.toml", e.to_string())
+        })
+}
 
 /// A fresh store with every principal of `agent.toml` registered and its key loaded, labels
 /// computed with `fallback`. The clock starts at `agent.start_ms` and steps by `agent.step_ms`.
@@ -42,14 +58,15 @@ pub(crate) fn new_memory_with(
     let mem = Memory::init(
         SqliteStore::in_memory()?,
         settings,
-        &operator.name,
+        &principal(&operator.name)?,
         keys::generate(&mut ChaCha20Rng::seed_from_u64(operator.seed)),
     )?
     .with_clock(StepClock::new(cfg.start_ms, cfg.step_ms));
     for p in &agent.principal[1..] {
         let key = keys::generate(&mut ChaCha20Rng::seed_from_u64(p.seed));
-        mem.add_principal(&p.name, p.class, &key.verifying_key())?;
-        mem.keys().insert(&p.name, key);
+        let name = principal(&p.name)?;
+        mem.add_principal(&name, p.class, &key.verifying_key())?;
+        mem.keys().insert(&name, key);
     }
     Ok(mem)
 }
@@ -150,8 +167,8 @@ pub(crate) fn plant_raw(
         content: content.as_bytes().to_vec(),
         search_text: Some(content.to_string()),
     };
-    mem.store()
-        .append(&[record], &mut |_, _, _| Ok(Vec::new()))?;
+    // Under the API: the attacker writes the row straight into the store, unchecked.
+    mem.unchecked().append(&[record])?;
     Ok(id)
 }
 

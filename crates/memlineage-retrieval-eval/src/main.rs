@@ -3,6 +3,7 @@
 //! ```text
 //! memlineage-retrieval-eval generate             # rewrite data/retrieval/memory_queries.json
 //! memlineage-retrieval-eval run [--out DIR] [--doc docs/retrieval.md]
+//! memlineage-retrieval-eval tune [--seed N]    # hybrid's fusion weights on a tuning set
 //! ```
 //!
 //! `run` (feature `models`: it embeds with all-MiniLM-L6-v2, `scripts/fetch-embedding-model.sh`)
@@ -66,6 +67,53 @@ fn run(out: &Path, doc: Option<&Path>) -> Result<(), EvalError> {
     Ok(())
 }
 
+/// Prints hybrid's recall@8 and MRR under a grid of fusion weights, on the labelled set of
+/// `seed` (by default the tuning seed, not the reported set's): how `fusion::HYBRID` was chosen.
+#[cfg(feature = "models")]
+fn tune(seed: u64) -> Result<(), EvalError> {
+    use memlineage::search::fusion::HybridFusion;
+    let ds = Dataset::generate(seed);
+    let embedder =
+        memlineage_models::Embedder::load_default().map_err(|e| EvalError::Run(e.to_string()))?;
+    let mut embed = |texts: &[&str]| {
+        embedder
+            .embed(texts)
+            .map_err(|e| EvalError::Run(e.to_string()))
+    };
+    let rankings = report::rankings(&ds, &mut embed)?;
+    let base = rankings.ranks(&ds, memlineage::search::fusion::HYBRID);
+    let of = |pick: fn(&report::QueryRanks) -> Option<usize>| {
+        memlineage_retrieval_eval::metrics::metrics(&base.iter().map(pick).collect::<Vec<_>>())
+    };
+    let (lex, sem) = (of(|r| r.lexical), of(|r| r.semantic));
+    println!(
+        "seed {seed}: lexical recall@8 {} MRR {}; semantic recall@8 {} MRR {}",
+        lex.recall_at_8, lex.mrr, sem.recall_at_8, sem.mrr
+    );
+    println!("k\tlexical weight\trecall@8\tMRR");
+    let mut grid = Vec::new();
+    for k in [10, 30, 60] {
+        for lexical in [0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0] {
+            grid.push(HybridFusion {
+                k,
+                lexical,
+                semantic: 1.0,
+            });
+        }
+    }
+    for (f, m) in report::tune(&ds, &rankings, &grid) {
+        println!("{}\t{}\t{}\t{}", f.k, f.lexical, m.recall_at_8, m.mrr);
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "models"))]
+fn tune(_: u64) -> Result<(), EvalError> {
+    Err(EvalError::Run(
+        "tuning needs the embedding model: build with `--features models`".into(),
+    ))
+}
+
 #[cfg(not(feature = "models"))]
 fn run(_: &Path, _: Option<&Path>) -> Result<(), EvalError> {
     Err(EvalError::Run(
@@ -95,8 +143,17 @@ fn main() -> ExitCode {
                 None => run(&out, doc.as_deref()),
             }
         }
+        Some("tune") => match args.get(1..) {
+            Some([flag, n]) if flag == "--seed" => n
+                .parse()
+                .map_err(|_| EvalError::Run(format!("--seed wants a number, not `{n}`")))
+                .and_then(tune),
+            Some([]) => tune(memlineage::search::fusion::TUNING_SEED),
+            _ => Err(EvalError::Run("usage: memlineage-retrieval-eval tune [--seed N]".into())),
+        },
         _ => Err(EvalError::Run(
-            "usage: memlineage-retrieval-eval generate | run [--out DIR] [--doc FILE]".into(),
+            "usage: memlineage-retrieval-eval generate | run [--out DIR] [--doc FILE] | tune [--seed N]"
+                .into(),
         )),
     };
     match result {

@@ -7,7 +7,7 @@ use crate::dataset::{Dataset, Kind};
 use crate::metrics::{Metrics, metrics, rank_of};
 use crate::{DEPTH, EvalError};
 use memlineage::search::SearchMode;
-use memlineage::search::fusion::{HYBRID_DEPTH, reciprocal_rank_fusion};
+use memlineage::search::fusion::{self, HYBRID, HYBRID_DEPTH, HybridFusion};
 use memlineage::search::lexical::{CANDIDATE_WINDOW, LexicalIndex};
 use memlineage::search::vector::VectorIndex;
 use serde::Serialize;
@@ -72,9 +72,15 @@ pub struct Report {
 /// An embedding function: the vectors of a batch of texts.
 pub type Embed<'a> = dyn FnMut(&[&str]) -> Result<Vec<Vec<f32>>, EvalError> + 'a;
 
-/// Ranks every query under the three modes. `embed` gives the embeddings of texts (the facts,
-/// then the queries, each call a batch).
-pub fn measure(ds: &Dataset, model: &str, embed: &mut Embed<'_>) -> Result<Report, EvalError> {
+/// The lexical and semantic rankings of every query (best first, [`DEPTH`] or
+/// [`HYBRID_DEPTH`] deep, whichever is more), in query order.
+pub struct Rankings {
+    per_query: Vec<(Vec<u64>, Vec<u64>)>,
+}
+
+/// Ranks every query by BM25 and by embedding similarity. `embed` gives the embeddings of
+/// texts (the facts, then the queries, each call a batch).
+pub fn rankings(ds: &Dataset, embed: &mut Embed<'_>) -> Result<Rankings, EvalError> {
     let mut lexical = LexicalIndex::new();
     for f in &ds.facts {
         lexical.insert(f.id as u64, &f.text);
@@ -90,7 +96,7 @@ pub fn measure(ds: &Dataset, model: &str, embed: &mut Embed<'_>) -> Result<Repor
     }
     let query_texts: Vec<&str> = ds.queries.iter().map(|q| q.text.as_str()).collect();
     let query_vectors = embed(&query_texts)?;
-    let mut ranks = Vec::with_capacity(ds.queries.len());
+    let mut per_query = Vec::with_capacity(ds.queries.len());
     for (q, qv) in ds.queries.iter().zip(&query_vectors) {
         let lex: Vec<u64> = lexical
             .top_k_within(&q.text, DEPTH.max(HYBRID_DEPTH), CANDIDATE_WINDOW, |_| true)
@@ -103,23 +109,59 @@ pub fn measure(ds: &Dataset, model: &str, embed: &mut Embed<'_>) -> Result<Repor
             .iter()
             .map(|n| n.doc)
             .collect();
-        let hybrid = reciprocal_rank_fusion(
-            &[
-                lex.iter().take(HYBRID_DEPTH).copied().collect(),
-                sem.iter().take(HYBRID_DEPTH).copied().collect(),
-            ],
-            DEPTH,
-        );
+        per_query.push((lex, sem));
+    }
+    Ok(Rankings { per_query })
+}
+
+impl Rankings {
+    /// The ranks of every query's answer, with hybrid fused by `fusion` from the top
+    /// [`HYBRID_DEPTH`] of each ranking (as `Memory::search_with` fuses them).
+    pub fn ranks(&self, ds: &Dataset, fusion: HybridFusion) -> Vec<QueryRanks> {
         let as_facts =
             |v: &[u64]| -> Vec<usize> { v.iter().take(DEPTH).map(|d| *d as usize).collect() };
-        ranks.push(QueryRanks {
-            query: q.id,
-            kind: q.kind,
-            lexical: rank_of(&as_facts(&lex), &q.answers),
-            semantic: rank_of(&as_facts(&sem), &q.answers),
-            hybrid: rank_of(&as_facts(&hybrid), &q.answers),
-        });
+        ds.queries
+            .iter()
+            .zip(&self.per_query)
+            .map(|(q, (lex, sem))| {
+                let hybrid = fusion::fuse_with(
+                    fusion,
+                    &lex[..lex.len().min(HYBRID_DEPTH)],
+                    &sem[..sem.len().min(HYBRID_DEPTH)],
+                    DEPTH,
+                );
+                QueryRanks {
+                    query: q.id,
+                    kind: q.kind,
+                    lexical: rank_of(&as_facts(lex), &q.answers),
+                    semantic: rank_of(&as_facts(sem), &q.answers),
+                    hybrid: rank_of(&as_facts(&hybrid), &q.answers),
+                }
+            })
+            .collect()
     }
+}
+
+/// The metrics of hybrid under each fusion of a grid: (fusion, recall@8, MRR), for choosing
+/// the weights on a tuning set.
+pub fn tune(
+    ds: &Dataset,
+    rankings: &Rankings,
+    grid: &[HybridFusion],
+) -> Vec<(HybridFusion, Metrics)> {
+    grid.iter()
+        .map(|f| {
+            let hybrid: Vec<Option<usize>> =
+                rankings.ranks(ds, *f).iter().map(|r| r.hybrid).collect();
+            (*f, metrics(&hybrid))
+        })
+        .collect()
+}
+
+/// Ranks every query under the three modes (hybrid by [`HYBRID`]). `embed` gives the
+/// embeddings of texts (the facts, then the queries, each call a batch).
+pub fn measure(ds: &Dataset, model: &str, embed: &mut Embed<'_>) -> Result<Report, EvalError> {
+    let ranks = rankings(ds, embed)?.ranks(ds, HYBRID);
     let modes: Vec<ModeMetrics> = SearchMode::ALL
         .into_iter()
         .map(|mode| {

@@ -1,10 +1,10 @@
 //! Secret keys: held in memory by principal name, stored one file per principal, readable only
 //! by their owner (mode 0600 in a 0700 directory on Unix).
 
-use crate::error::Error;
+use crate::error::{Error, InputError};
 use ed25519_dalek::SigningKey;
-use memlineage_core::Hash256;
 use memlineage_core::keys;
+use memlineage_core::{Hash256, PrincipalName};
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
@@ -15,7 +15,7 @@ use std::sync::RwLock;
 /// path names the key id in every entry).
 #[derive(Default)]
 pub struct Keyring {
-    keys: RwLock<HashMap<String, (SigningKey, Hash256)>>,
+    keys: RwLock<HashMap<PrincipalName, (SigningKey, Hash256)>>,
 }
 
 impl Keyring {
@@ -25,33 +25,36 @@ impl Keyring {
     }
 
     /// Adds or replaces the key of `name`.
-    pub fn insert(&self, name: &str, key: SigningKey) {
+    pub fn insert(&self, name: &PrincipalName, key: SigningKey) {
         if let Ok(mut k) = self.keys.write() {
             let id = keys::key_id(&key.verifying_key());
-            k.insert(name.to_string(), (key, id));
+            k.insert(name.clone(), (key, id));
         }
     }
 
     /// The key of `name`.
-    pub fn get(&self, name: &str) -> Result<SigningKey, Error> {
+    pub fn get(&self, name: &PrincipalName) -> Result<SigningKey, Error> {
         self.get_with_id(name).map(|(key, _)| key)
     }
 
     /// The key of `name` and its key id.
-    pub fn get_with_id(&self, name: &str) -> Result<(SigningKey, Hash256), Error> {
+    pub fn get_with_id(&self, name: &PrincipalName) -> Result<(SigningKey, Hash256), Error> {
         self.keys
             .read()
             .ok()
-            .and_then(|k| k.get(name).cloned())
-            .ok_or_else(|| Error::NoKey(name.to_string()))
+            .and_then(|k| k.get(name.as_str()).cloned())
+            .ok_or_else(|| Error::NoKey(name.clone()))
     }
 
     /// True when a key for `name` is loaded.
-    pub fn contains(&self, name: &str) -> bool {
-        self.keys.read().is_ok_and(|k| k.contains_key(name))
+    pub fn contains(&self, name: &PrincipalName) -> bool {
+        self.keys
+            .read()
+            .is_ok_and(|k| k.contains_key(name.as_str()))
     }
 
-    /// Loads every `NAME.key` file of `dir` (32 raw seed bytes, hex-encoded on one line).
+    /// Loads every `NAME.key` file of `dir` (32 raw seed bytes, hex-encoded on one line) whose
+    /// `NAME` is a principal name (other files are not keys of this store's principals).
     pub fn load_dir(&self, dir: &Path) -> Result<usize, Error> {
         let read = match fs::read_dir(dir) {
             Ok(r) => r,
@@ -68,13 +71,18 @@ impl Keyring {
             ) else {
                 continue;
             };
+            let Ok(name) = PrincipalName::new(stem) else {
+                continue;
+            };
             let text = fs::read_to_string(&path).map_err(|source| io_err(&path, source))?;
-            let bytes = hex::decode(text.trim()).map_err(|_| {
-                Error::Invalid(format!("{}: not a hex-encoded key", path.display()))
-            })?;
-            let key = keys::secret_from_bytes(&bytes)
-                .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
-            self.insert(stem, key);
+            let key_file = |problem: String| InputError::KeyFile {
+                path: path.display().to_string(),
+                problem,
+            };
+            let bytes =
+                hex::decode(text.trim()).map_err(|_| key_file("not a hex-encoded key".into()))?;
+            let key = keys::secret_from_bytes(&bytes).map_err(|e| key_file(e.to_string()))?;
+            self.insert(&name, key);
             n += 1;
         }
         Ok(n)
@@ -82,15 +90,23 @@ impl Keyring {
 }
 
 /// The path of `name`'s key file in `dir`.
-pub fn key_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.key"))
+pub fn key_path(dir: &Path, name: &PrincipalName) -> PathBuf {
+    file_in(dir, name.as_str())
+}
+
+fn file_in(dir: &Path, stem: &str) -> PathBuf {
+    dir.join(format!("{stem}.key"))
 }
 
 /// Writes `key` to `dir/NAME.key`, creating `dir` (0700) and the file (0600) first, so the
 /// secret is never readable by others even for a moment. Refuses to overwrite.
-pub fn save_key(dir: &Path, name: &str, key: &SigningKey) -> Result<PathBuf, Error> {
+pub fn save_key(dir: &Path, name: &PrincipalName, key: &SigningKey) -> Result<PathBuf, Error> {
+    write_new(dir, name.as_str(), key)
+}
+
+fn write_new(dir: &Path, stem: &str, key: &SigningKey) -> Result<PathBuf, Error> {
     create_private_dir(dir)?;
-    let path = key_path(dir, name);
+    let path = file_in(dir, stem);
     let mut opts = fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
@@ -107,11 +123,13 @@ pub fn save_key(dir: &Path, name: &str, key: &SigningKey) -> Result<PathBuf, Err
 }
 
 /// Replaces `name`'s key file (after a rotation), atomically via a temporary file and rename.
-pub fn replace_key(dir: &Path, name: &str, key: &SigningKey) -> Result<PathBuf, Error> {
-    let tmp_name = format!("{name}.rotating");
-    let tmp = key_path(dir, &tmp_name);
+pub fn replace_key(dir: &Path, name: &PrincipalName, key: &SigningKey) -> Result<PathBuf, Error> {
+    // `NAME.rotating.key` would load as the principal `NAME.rotating`: the stem is not a
+    // principal name (`+` is not allowed), so a leftover file is never loaded.
+    let tmp_stem = format!("{name}+rotating");
+    let tmp = file_in(dir, &tmp_stem);
     let _ = fs::remove_file(&tmp);
-    save_key(dir, &tmp_name, key)?;
+    write_new(dir, &tmp_stem, key)?;
     let path = key_path(dir, name);
     fs::rename(&tmp, &path).map_err(|source| io_err(&path, source))?;
     Ok(path)
@@ -146,7 +164,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let kdir = dir.path().join("keys");
         let key = keys::generate(&mut ChaCha20Rng::seed_from_u64(1));
-        let path = save_key(&kdir, "agent", &key).unwrap();
+        let agent = PrincipalName::new("agent").unwrap();
+        let path = save_key(&kdir, &agent, &key).unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -155,10 +174,13 @@ mod tests {
             let dmode = fs::metadata(&kdir).unwrap().permissions().mode() & 0o777;
             assert_eq!(dmode, 0o700);
         }
-        assert!(save_key(&kdir, "agent", &key).is_err(), "never overwrites");
+        assert!(save_key(&kdir, &agent, &key).is_err(), "never overwrites");
+        let other = keys::generate(&mut ChaCha20Rng::seed_from_u64(2));
+        replace_key(&kdir, &agent, &other).unwrap();
+        fs::write(kdir.join("Not A Name.key"), "zz").unwrap();
         let ring = Keyring::new();
         assert_eq!(ring.load_dir(&kdir).unwrap(), 1);
-        assert_eq!(ring.get("agent").unwrap().to_bytes(), key.to_bytes());
+        assert_eq!(ring.get(&agent).unwrap().to_bytes(), other.to_bytes());
         fs::write(kdir.join("bad.key"), "zz").unwrap();
         assert!(ring.load_dir(&kdir).is_err());
     }

@@ -2,6 +2,8 @@
 
 mod common;
 
+use common::p;
+
 use common::setup;
 use memlineage::attribution::{
     AttributionError, Attributor, Coarse, JudgeBackend, LmSelfEval, ParentText,
@@ -48,8 +50,8 @@ impl Attributor for FirstWord {
     }
 }
 
-fn root(mem: &memlineage::Memory<memlineage::SqliteStore>, writer: &str, text: &str) -> EntryId {
-    mem.write(WriteRequest::new(writer, EntryKind::Observation, text))
+fn root(mem: &memlineage::Memory, writer: &str, text: &str) -> EntryId {
+    mem.write(WriteRequest::new(&p(writer), EntryKind::Observation, text))
         .unwrap()
         .id
 }
@@ -80,7 +82,10 @@ fn weights_follow_the_attributor_and_feed_the_label() {
     // The weights go straight into a write; the web parent is weak, so (τ = 0.5) the child
     // is labelled by its strong trusted parent... unless the strict fallback keeps the taint.
     let w = mem
-        .write(WriteRequest::new("agent", EntryKind::Derived, child).with_parents(ps, &attr.name()))
+        .write(
+            WriteRequest::new(&p("agent"), EntryKind::Derived, child)
+                .with_parents(ps, attr.name().parse().unwrap()),
+        )
         .unwrap();
     assert!(w.label >= TrustLabel::DerivedTrusted);
     assert_eq!(
@@ -102,8 +107,8 @@ fn coarse_gives_one_everywhere_and_the_detailed_form_names_the_algorithm() {
     assert!(d.fell_back.is_none() && d.unread.is_empty());
     let w = mem
         .write(
-            WriteRequest::new("agent", EntryKind::Derived, "c")
-                .with_parents(d.parents, &d.attribution),
+            WriteRequest::new(&p("agent"), EntryKind::Derived, "c")
+                .with_parents(d.parents, d.attribution),
         )
         .unwrap();
     assert_eq!(w.label, TrustLabel::DerivedUntrusted);
@@ -125,7 +130,7 @@ fn forgotten_parents_are_not_shown_and_weigh_one() {
     let mem = setup();
     let keep = root(&mem, "user", "keep this");
     let gone = root(&mem, "web", "forget this");
-    mem.forget("operator", &gone, true, "test").unwrap();
+    mem.forget(&p("operator"), &gone, true, "test").unwrap();
     let attr = FirstWord::default();
     let d = mem
         .attribute_parents_detailed(&attr, "nothing in common", &[keep, gone])
@@ -177,6 +182,8 @@ fn attributor_errors_surface() {
     let a = root(&mem, "user", "a");
     assert!(matches!(
         mem.attribute_parents(&Broken, "c", &[a]),
-        Err(Error::Invalid(_))
+        Err(Error::Input(
+            memlineage::error::InputError::Attribution { .. }
+        ))
     ));
 }

@@ -1,6 +1,6 @@
 //! What is specific to the in-memory store. The shared behaviour (labels, laundering,
 //! revocation, forgetting, distrust, atomic batches, verify, retrieval, the gate) runs on both
-//! backends in `memory_write.rs` and `gate_banking.rs` (`both_stores!`: `sqlite::*` and
+//! backends in `memory_write.rs` and `gate_banking.rs` (`all_stores!`: `sqlite::*` and
 //! `memory::*`). Here: an edited in-memory store caught by retrieval and verify (the SQLite
 //! counterpart edits the database file: `retrieval_drops_tampered_entries`), a conformance check
 //! against the SQLite store (the same log replayed into both gives the same nodes, roots, proofs,
@@ -8,18 +8,20 @@
 
 mod common;
 
-use common::{assert_edited_vault_note_dropped, derived, key, setup_with, write_vault_notes};
+use common::backends::{Edit, delegate_backend};
+use common::{assert_edited_vault_note_dropped, derived, key, p, setup_with, write_vault_notes};
 use memlineage::store::{
-    AppendGuard, Effect, MemoryStore, NewRecord, RegistryRecord, Store, StoreRead, StoredEntry,
+    AppendGuard, Backend, BackendRead, MemoryStore, NewRecord, NoteRow, StoredEntry,
 };
+use memlineage::unchecked::{self, Effect};
 use memlineage::{Error, Memory, SqliteStore, WriteRequest};
+use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Scope, SignedEntry};
-use memlineage_core::label::{TrustLabel, Weight};
+use memlineage_core::label::TrustLabel;
 use memlineage_core::merkle::{self, NodeId};
 use memlineage_core::records::DistrustTarget;
-use memlineage_core::{EntryId, Hash256};
 
-fn setup() -> Memory<MemoryStore> {
+fn setup() -> Memory {
     setup_with(MemoryStore::new())
 }
 
@@ -30,7 +32,7 @@ struct Tampered {
     content: Vec<u8>,
 }
 
-impl Tampered {
+impl Edit for Tampered {
     fn edit(&self, mut e: StoredEntry) -> StoredEntry {
         if e.index == self.index {
             e.content = Some(self.content.clone());
@@ -39,56 +41,23 @@ impl Tampered {
     }
 }
 
-impl StoreRead for Tampered {
-    fn size(&self) -> Result<u64, Error> {
-        self.inner.size()
-    }
-    fn entry_by_id(&self, id: &EntryId) -> Result<Option<StoredEntry>, Error> {
-        Ok(self.inner.entry_by_id(id)?.map(|e| self.edit(e)))
-    }
-    fn entry_by_index(&self, index: u64) -> Result<Option<StoredEntry>, Error> {
-        Ok(self.inner.entry_by_index(index)?.map(|e| self.edit(e)))
-    }
-    fn entries(&self, start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error> {
-        Ok(self
-            .inner
-            .entries(start, limit)?
-            .into_iter()
-            .map(|e| self.edit(e))
-            .collect())
-    }
-    fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Hash256>, Error> {
-        self.inner.nodes(ids)
-    }
-    fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {
-        self.inner.children(id)
-    }
-    fn indices_by_writer(&self, writer: &str) -> Result<Vec<u64>, Error> {
-        self.inner.indices_by_writer(writer)
-    }
-    fn registry_records(&self, from: u64) -> Result<Vec<RegistryRecord>, Error> {
-        self.inner.registry_records(from)
-    }
-    fn latest_checkpoint(&self) -> Result<Option<String>, Error> {
-        self.inner.latest_checkpoint()
-    }
-    fn search(&self, query: &str, scope: &str, limit: usize) -> Result<Vec<u64>, Error> {
-        self.inner.search(query, scope, limit)
-    }
-    fn setting(&self, key: &str) -> Result<Option<String>, Error> {
-        self.inner.setting(key)
-    }
-}
+delegate_backend!(Tampered, inner);
 
-impl Store for Tampered {
-    fn append(&self, records: &[NewRecord], guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
-        self.inner.append(records, guard)
+impl Backend for Tampered {
+    fn name(&self) -> &'static str {
+        "tampered"
     }
-    fn save_checkpoint(&self, size: u64, note: &str) -> Result<(), Error> {
-        self.inner.save_checkpoint(size, note)
+    fn location(&self) -> String {
+        "tampered:".into()
     }
-    fn set_setting(&self, key: &str, value: &str) -> Result<(), Error> {
-        self.inner.set_setting(key, value)
+    fn snapshot(&self) -> Result<Box<dyn BackendRead + '_>, Error> {
+        Ok(Box::new(self))
+    }
+    fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
+        self.inner.append(guard)
+    }
+    fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
+        self.inner.save_checkpoint(note)
     }
 }
 
@@ -97,21 +66,21 @@ fn retrieval_and_verify_catch_an_edited_store() {
     let mem = setup();
     let a = write_vault_notes(&mem);
     mem.checkpoint().unwrap();
-    let op = mem.keys().get("operator").unwrap();
+    let op = mem.keys().get(&p("operator")).unwrap();
     let store = Tampered {
         inner: move_store(mem),
         index: a.index,
         content: b"the vault code is 9999".to_vec(),
     };
     let mem = Memory::open(store).unwrap();
-    mem.keys().insert("operator", op);
+    mem.keys().insert(&p("operator"), op);
     assert_edited_vault_note_dropped(&mem, &a.id);
     let report = mem.verify(&mut |_, _| {}).unwrap();
     assert_eq!(report.problem_count, 1, "{:?}", report.problems);
 }
 
 /// Moves the log of `mem` into a fresh in-memory store.
-fn move_store(mem: Memory<MemoryStore>) -> MemoryStore {
+fn move_store(mem: Memory) -> MemoryStore {
     let out = MemoryStore::new();
     copy_log(&mem, &out);
     out
@@ -119,13 +88,12 @@ fn move_store(mem: Memory<MemoryStore>) -> MemoryStore {
 
 /// Copies the settings, every record with its derived state (forgotten, erased, raised
 /// labels) and the latest checkpoint of `from` into the empty `to`, as a backup tool would.
-fn copy_log<S: Store>(from: &Memory<S>, to: &dyn Store) {
-    let src = from.store();
-    for k in ["origin", "tau", "fallback", "operator"] {
-        if let Some(v) = src.setting(k).unwrap() {
-            to.set_setting(k, &v).unwrap();
-        }
-    }
+fn copy_log(from: &Memory, to: &dyn Backend) {
+    let src = from.unchecked().backend();
+    let settings: Vec<(String, String)> = ["origin", "tau", "fallback", "operator"]
+        .iter()
+        .filter_map(|k| Some((k.to_string(), src.setting(k).unwrap()?)))
+        .collect();
     let rows = src.entries(0, u64::MAX).unwrap();
     let mut effects = Vec::new();
     let records: Vec<NewRecord> = rows
@@ -152,17 +120,15 @@ fn copy_log<S: Store>(from: &Memory<S>, to: &dyn Store) {
             }
         })
         .collect();
-    to.append(&records, &mut |_, _, _| Ok(effects.clone()))
-        .unwrap();
+    unchecked::append_to(to, &records, &effects, &settings).unwrap();
     let cp = from.latest_checkpoint().unwrap().unwrap();
     assert_eq!(cp.size, rows.len() as u64, "the checkpoint covers the log");
-    to.save_checkpoint(cp.size, &src.latest_checkpoint().unwrap().unwrap())
-        .unwrap();
+    unchecked::save_checkpoint(to, cp.size, &src.latest_checkpoint().unwrap().unwrap()).unwrap();
 }
 
 /// A mixed log on the SQLite store: content in three scopes with shared vocabulary, derived
 /// entries, a rotation, a tombstone with erasure, a distrust record, checkpoints.
-fn mixed_log() -> Memory<SqliteStore> {
+fn mixed_log() -> Memory {
     let mem = setup_with(SqliteStore::in_memory().unwrap());
     let words = [
         "rent", "vault", "invoice", "landlord", "account", "meeting", "zurich", "payment",
@@ -177,8 +143,8 @@ fn mixed_log() -> Memory<SqliteStore> {
         let text = format!("{} {i}", text.join(" "));
         let scope = Scope::new(scopes[i % 3]).unwrap();
         let req = match i % 4 {
-            0 => WriteRequest::new("web", EntryKind::ToolOutput, text),
-            1 => WriteRequest::new("user", EntryKind::UserInput, text),
+            0 => WriteRequest::new(&p("web"), EntryKind::ToolOutput, text),
+            1 => WriteRequest::new(&p("user"), EntryKind::UserInput, text),
             _ if ids.len() >= 2 => derived(
                 "agent",
                 &text,
@@ -187,16 +153,16 @@ fn mixed_log() -> Memory<SqliteStore> {
                     (ids[i * 11 % ids.len()], "0.3"),
                 ],
             ),
-            _ => WriteRequest::new("agent", EntryKind::Observation, text),
+            _ => WriteRequest::new(&p("agent"), EntryKind::Observation, text),
         };
         ids.push(mem.write(req.with_scope(scope)).unwrap().id);
         if i == 60 {
             mem.checkpoint().unwrap();
-            mem.rotate_principal("agent", &key(77)).unwrap();
+            mem.rotate_principal(&p("agent"), &key(77)).unwrap();
         }
         if i == 90 {
-            mem.forget("operator", &ids[10], true, "erase").unwrap();
-            mem.distrust("operator", DistrustTarget::Entry(ids[11]), "bad")
+            mem.forget(&p("operator"), &ids[10], true, "erase").unwrap();
+            mem.distrust(&p("operator"), DistrustTarget::Entry(ids[11]), "bad")
                 .unwrap();
         }
     }
@@ -209,7 +175,7 @@ fn same_log_same_answers_as_the_sqlite_store() {
     let sql = mixed_log();
     let mem_store = MemoryStore::new();
     copy_log(&sql, &mem_store);
-    let a = sql.store();
+    let a = sql.unchecked().backend();
     let b = &mem_store;
     let size = a.size().unwrap();
     assert_eq!(b.size().unwrap(), size);
@@ -238,28 +204,28 @@ fn same_log_same_answers_as_the_sqlite_store() {
             b.indices_by_writer(who).unwrap()
         );
     }
-    let regs = |s: &dyn StoreRead| -> Vec<(u64, Vec<u8>)> {
-        s.registry_records(3)
+    let regs = |s: &dyn BackendRead| -> Vec<(u64, Vec<u8>)> {
+        s.control_records(EntryKind::Registry, 3)
             .unwrap()
             .into_iter()
             .map(|r| (r.index, r.content))
             .collect()
     };
-    assert_eq!(regs(a), regs(b));
+    assert_eq!(regs(a), regs(b as &dyn BackendRead));
     for kind in [
         EntryKind::Registry,
         EntryKind::Tombstone,
         EntryKind::Distrust,
         EntryKind::GateDecision,
     ] {
-        let recs = |s: &dyn StoreRead| -> Vec<(u64, Vec<u8>, Vec<u8>)> {
+        let recs = |s: &dyn BackendRead| -> Vec<(u64, Vec<u8>, Vec<u8>)> {
             s.control_records(kind, 2)
                 .unwrap()
                 .into_iter()
                 .map(|r| (r.index, r.leaf, r.content))
                 .collect()
         };
-        assert_eq!(recs(a), recs(b), "{kind}");
+        assert_eq!(recs(a), recs(b as &dyn BackendRead), "{kind}");
     }
     assert_eq!(
         a.index_rows(0, size).unwrap(),
@@ -276,16 +242,20 @@ fn same_log_same_answers_as_the_sqlite_store() {
     ];
     for q in queries {
         for scope in ["acme", "acme/bot", "acme/bot/alice", "acme/botany", "other"] {
+            let (terms, scope) = (
+                memlineage::store::SearchTerms::parse(q),
+                Scope::new(scope).unwrap(),
+            );
             assert_eq!(
-                a.search(q, scope, 12).unwrap(),
-                b.search(q, scope, 12).unwrap(),
+                a.text_index().search(&terms, &scope, 12).unwrap(),
+                b.text_index().search(&terms, &scope, 12).unwrap(),
                 "query {q:?} in {scope}"
             );
         }
     }
     // Through the handle: proofs, verify and retrieval agree.
     let mb = Memory::open(mem_store).unwrap();
-    mb.keys().insert("operator", key(1));
+    mb.keys().insert(&p("operator"), key(1));
     let report = mb.verify(&mut |_, _| {}).unwrap();
     assert!(report.ok(), "{:?}", report.problems);
     assert_eq!(report.root, sql.verify(&mut |_, _| {}).unwrap().root);
@@ -317,8 +287,8 @@ fn a_large_batch_signs_the_same_entries_as_single_writes() {
     for i in 0..48usize {
         let text = format!("note {i}");
         let req = match i {
-            0 => WriteRequest::new("web", EntryKind::ToolOutput, text),
-            1 => WriteRequest::new("user", EntryKind::UserInput, text),
+            0 => WriteRequest::new(&p("web"), EntryKind::ToolOutput, text),
+            1 => WriteRequest::new(&p("user"), EntryKind::UserInput, text),
             2 => derived("agent", &text, &[(ids[0], "0.9"), (ids[1], "0.3")]),
             _ => derived("agent", &text, &[(ids[i - 1], "0.6"), (ids[i - 2], "0.3")]),
         };

@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::p;
+
 use common::{derived, setup_with};
 use memlineage::{Memory, SqliteStore, WriteRequest};
 use memlineage_core::EntryId;
@@ -17,12 +19,12 @@ use memlineage_core::merkle::{self, MemoryTree, NodeId};
 use std::path::Path;
 
 /// A file store with `n` observations that all match the query `shared`, checkpointed.
-fn store_with(path: &Path, n: usize) -> (Memory<SqliteStore>, Vec<EntryId>) {
+fn store_with(path: &Path, n: usize) -> (Memory, Vec<EntryId>) {
     let mem = setup_with(SqliteStore::open(path).unwrap());
     let ids = (0..n)
         .map(|i| {
             mem.write(WriteRequest::new(
-                "agent",
+                &p("agent"),
                 EntryKind::Observation,
                 format!("shared note number {i}"),
             ))
@@ -34,11 +36,11 @@ fn store_with(path: &Path, n: usize) -> (Memory<SqliteStore>, Vec<EntryId>) {
     (mem, ids)
 }
 
-fn index_of(mem: &Memory<SqliteStore>, id: &EntryId) -> u64 {
+fn index_of(mem: &Memory, id: &EntryId) -> u64 {
     mem.get(id).unwrap().index
 }
 
-fn search(mem: &Memory<SqliteStore>) -> memlineage::memory::Retrieval {
+fn search(mem: &Memory) -> memlineage::memory::Retrieval {
     mem.search("shared", &Scope::default(), 8).unwrap()
 }
 
@@ -88,7 +90,7 @@ fn a_changed_checkpoint_note_is_verified_again() {
         .unwrap();
     assert_eq!(search(&mem).entries.len(), 5);
     mem.write(WriteRequest::new(
-        "agent",
+        &p("agent"),
         EntryKind::Observation,
         "shared and newer",
     ))
@@ -168,7 +170,7 @@ fn proofs_from_one_node_read_match_the_reference_tree() {
     let mem = setup_with(SqliteStore::in_memory().unwrap());
     for i in 0..37 {
         mem.write(WriteRequest::new(
-            "agent",
+            &p("agent"),
             EntryKind::Observation,
             format!("entry {i}"),
         ))
@@ -226,7 +228,7 @@ fn an_edited_or_missing_parent_fails_only_its_children() {
     let path = dir.path().join("store.db");
     let mem = setup_with(SqliteStore::open(&path).unwrap());
     let note = |text: &str| {
-        mem.write(WriteRequest::new("agent", EntryKind::Observation, text))
+        mem.write(WriteRequest::new(&p("agent"), EntryKind::Observation, text))
             .unwrap()
             .id
     };

@@ -5,7 +5,10 @@
 
 mod common;
 
+use common::p;
+
 use common::{key, setup_with};
+use memlineage::AttributionName;
 use memlineage::{Clock, Error, Memory, SqliteStore, WriteRequest};
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
 use memlineage_core::label::{Fallback, TrustLabel};
@@ -17,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A clock that, the first time it is read, has another handle commit a distrust record.
 struct InterleavingClock {
-    other: Mutex<Option<(Memory<SqliteStore>, DistrustTarget)>>,
+    other: Mutex<Option<(Memory, DistrustTarget)>>,
     next: AtomicU64,
 }
 
@@ -25,7 +28,7 @@ impl Clock for InterleavingClock {
     fn now_ms(&self) -> u64 {
         let pending = self.other.lock().unwrap().take();
         if let Some((other, target)) = pending {
-            other.distrust("operator", target, "race").unwrap();
+            other.distrust(&p("operator"), target, "race").unwrap();
         }
         self.next.fetch_add(1000, Ordering::Relaxed)
     }
@@ -33,26 +36,26 @@ impl Clock for InterleavingClock {
 
 /// A handle on `path` whose first clock reading commits `target`'s distrust through a second
 /// handle on the same file.
-fn racing_handle(path: &Path, target: DistrustTarget) -> Memory<SqliteStore> {
+fn racing_handle(path: &Path, target: DistrustTarget) -> Memory {
     let other = Memory::open(SqliteStore::open(path).unwrap()).unwrap();
-    other.keys().insert("operator", key(1));
+    other.keys().insert(&p("operator"), key(1));
     let mem = Memory::open(SqliteStore::open(path).unwrap())
         .unwrap()
         .with_clock(InterleavingClock {
             other: Mutex::new(Some((other, target))),
             next: AtomicU64::new(1_800_000_000_000),
         });
-    mem.keys().insert("agent", key(2));
+    mem.keys().insert(&p("agent"), key(2));
     mem
 }
 
 fn child_of(parent: EntryId) -> WriteRequest {
-    WriteRequest::new("agent", EntryKind::Derived, "pay the vendor").with_parents(
+    WriteRequest::new(&p("agent"), EntryKind::Derived, "pay the vendor").with_parents(
         vec![Parent {
             id: parent,
             weight: "0.9".parse().unwrap(),
         }],
-        "explicit",
+        AttributionName::EXPLICIT,
     )
 }
 
@@ -62,7 +65,7 @@ fn a_parent_distrusted_mid_write_raises_the_new_label() {
     let path = dir.path().join("store.db");
     let note = setup_with(SqliteStore::open(&path).unwrap())
         .write(WriteRequest::new(
-            "agent",
+            &p("agent"),
             EntryKind::Observation,
             "vendor account is DE00",
         ))
@@ -86,7 +89,11 @@ fn a_writer_distrusted_mid_write_gets_an_external_label() {
     setup_with(SqliteStore::open(&path).unwrap());
     let mem = racing_handle(&path, DistrustTarget::Principal("agent".into()));
     let w = mem
-        .write(WriteRequest::new("agent", EntryKind::Observation, "a root"))
+        .write(WriteRequest::new(
+            &p("agent"),
+            EntryKind::Observation,
+            "a root",
+        ))
         .unwrap();
     assert_eq!(w.label, TrustLabel::External);
     let report = mem.verify(&mut |_, _| {}).unwrap();
@@ -104,8 +111,8 @@ fn a_batch_that_distrusts_its_own_writer_is_refused_whole() {
     };
     let err = mem
         .write_batch(vec![
-            WriteRequest::new("operator", EntryKind::Distrust, distrust.to_content()),
-            WriteRequest::new("agent", EntryKind::Observation, "after the distrust"),
+            WriteRequest::new(&p("operator"), EntryKind::Distrust, distrust.to_content()),
+            WriteRequest::new(&p("agent"), EntryKind::Observation, "after the distrust"),
         ])
         .unwrap_err();
     assert!(
@@ -129,7 +136,7 @@ fn a_relabelled_batch_keeps_its_internal_lineage() {
     let path = dir.path().join("store.db");
     let note = setup_with(SqliteStore::open(&path).unwrap())
         .write(WriteRequest::new(
-            "agent",
+            &p("agent"),
             EntryKind::Observation,
             "vendor account is DE00",
         ))

@@ -1,9 +1,10 @@
 //! `memlineage forget` and `memlineage distrust`: signed control records.
 
-use super::{IdArg, open, parse_id, parse_name, resolve_id, target_json};
+use super::{IdArg, open, parse_id, parse_name, refused, resolve_id, target_json};
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::{ArgGroup, Args};
+use memlineage::PrincipalName;
 use memlineage_core::records::DistrustTarget;
 use serde_json::json;
 
@@ -21,7 +22,7 @@ pub struct ForgetArgs {
     reason: String,
     /// The trusted principal that signs the tombstone (default: the operator).
     #[arg(long = "as", value_name = "PRINCIPAL", value_parser = parse_name)]
-    writer: Option<String>,
+    writer: Option<PrincipalName>,
 }
 
 /// `memlineage distrust`.
@@ -33,13 +34,13 @@ pub struct DistrustArgs {
     id: Option<IdArg>,
     /// Distrust every entry this principal ever wrote.
     #[arg(long, value_parser = parse_name, conflicts_with = "id")]
-    principal: Option<String>,
+    principal: Option<PrincipalName>,
     /// Why (recorded in the signed distrust record).
     #[arg(long, default_value = "")]
     reason: String,
     /// The trusted principal that signs the record (default: the operator).
     #[arg(long = "as", value_name = "PRINCIPAL", value_parser = parse_name)]
-    writer: Option<String>,
+    writer: Option<PrincipalName>,
 }
 
 /// Runs `forget`.
@@ -50,8 +51,9 @@ pub fn forget(a: ForgetArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         Some(w) => w,
         None => mem.operator()?,
     };
-    super::write::check_writer(&mem, ctx, &writer)?;
-    let w = mem.forget(&writer, &target, a.erase, &a.reason)?;
+    let w = mem
+        .forget(&writer, &target, a.erase, &a.reason)
+        .map_err(|e| refused(e, &ctx.paths))?;
     let json = json!({
         "id": w.id.to_hex(),
         "index": w.index,
@@ -78,14 +80,7 @@ pub fn distrust(a: DistrustArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mem = open(&ctx.paths)?;
     let target = match (&a.id, &a.principal) {
         (Some(id), _) => DistrustTarget::Entry(resolve_id(&mem, id)?),
-        (None, Some(p)) => {
-            if mem.registry()?.get(p).is_none() {
-                return Err(CliError::failed(format!(
-                    "principal `{p}` is not registered (see `memlineage principal list`)"
-                )));
-            }
-            DistrustTarget::Principal(p.clone())
-        }
+        (None, Some(p)) => DistrustTarget::Principal(p.to_string()),
         (None, None) => {
             return Err(CliError::usage(
                 "give an entry id or --principal NAME to distrust",
@@ -96,8 +91,16 @@ pub fn distrust(a: DistrustArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         Some(w) => w,
         None => mem.operator()?,
     };
-    super::write::check_writer(&mem, ctx, &writer)?;
-    let w = mem.distrust(&writer, target.clone(), &a.reason)?;
+    let w = mem
+        .distrust(&writer, target.clone(), &a.reason)
+        .map_err(|e| match e {
+            memlineage::Error::Input(memlineage::error::InputError::UnknownPrincipal(p)) => {
+                CliError::failed(format!(
+                    "principal `{p}` is not registered (see `memlineage principal list`)"
+                ))
+            }
+            e => refused(e, &ctx.paths),
+        })?;
     let mut json = json!({
         "id": w.id.to_hex(),
         "index": w.index,

@@ -1,10 +1,10 @@
 //! Hidden testing aids: `memlineage debug write-storm N`.
 
-use super::{open, parse_name};
+use super::{open, parse_name, refused};
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::{Args, Subcommand};
-use memlineage::WriteRequest;
+use memlineage::{PrincipalName, WriteRequest};
 use memlineage_core::entry::EntryKind;
 use serde_json::json;
 use std::io::Write;
@@ -24,7 +24,7 @@ pub struct StormArgs {
     n: u64,
     /// The writer.
     #[arg(long = "as", value_name = "PRINCIPAL", default_value = "agent", value_parser = parse_name)]
-    writer: String,
+    writer: PrincipalName,
     /// A tag put in every entry's content.
     #[arg(long, default_value = "storm")]
     tag: String,
@@ -39,17 +39,18 @@ pub fn run(c: DebugCommand, ctx: &Ctx) -> Result<Outcome, CliError> {
 
 fn storm(a: StormArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mem = open(&ctx.paths)?;
-    super::write::check_writer(&mem, ctx, &a.writer)?;
     let pid = std::process::id();
     let mut ids = Vec::new();
     let mut out = std::io::stdout().lock();
     for i in 0..a.n {
         let content = format!("{} pid {pid} entry {i}", a.tag);
-        let w = mem.write(WriteRequest::new(
-            &a.writer,
-            EntryKind::Observation,
-            content,
-        ))?;
+        let w = mem
+            .write(WriteRequest::new(
+                &a.writer,
+                EntryKind::Observation,
+                content,
+            ))
+            .map_err(|e| refused(e, &ctx.paths))?;
         if !ctx.json {
             writeln!(out, "{}", w.id).and_then(|()| out.flush())?;
         }

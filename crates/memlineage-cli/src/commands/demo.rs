@@ -9,7 +9,7 @@
 //! it can be repeated on the same store.
 
 use super::init::{DEFAULT_AGENT, InitArgs};
-use super::{Mem, open};
+use super::{Mem, open, principal};
 use crate::Ctx;
 use crate::output::{CliError, Outcome, table};
 use clap::Args;
@@ -65,13 +65,20 @@ pub struct DemoArgs {
 pub fn run(a: DemoArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut text = String::new();
     let mut created = false;
-    if !ctx.paths.db.is_file() {
-        let init = super::init::run(InitArgs::default(), ctx)?;
-        text.push_str(&init.text);
-        text.push('\n');
-        created = true;
-    }
-    let mem = open(&ctx.paths)?;
+    // A store that does not exist yet (an SQLite file not made, or `memory:`) is made here.
+    let mem = match memlineage::Memory::open_at(&ctx.paths.location) {
+        Err(memlineage::Error::State(
+            memlineage::error::StoreState::Missing { .. }
+            | memlineage::error::StoreState::NotInitialised { .. },
+        )) => {
+            let (mem, init) = super::init::create(InitArgs::default(), ctx)?;
+            text.push_str(&init.text);
+            text.push('\n');
+            created = true;
+            mem
+        }
+        _ => open(&ctx.paths)?,
+    };
     for (name, class) in [(USER, TrustClass::Trusted), (MAIL, TrustClass::External)] {
         ensure_principal(&mem, ctx, name, class)?;
     }
@@ -80,7 +87,7 @@ pub fn run(a: DemoArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         .map_err(|e| CliError::failed(format!("demo scope: {e}")))?;
     text.push_str(&format!(
         "Store {} (scope {}); principals: `{USER}` and `{DEFAULT_AGENT}` trusted, `{MAIL}` external.\n\n",
-        ctx.paths.db.display(),
+        ctx.paths.shown(),
         scope.as_str()
     ));
 
@@ -91,9 +98,9 @@ pub fn run(a: DemoArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let seen_ids: Vec<EntryId> = seen.entries.iter().map(|v| v.entry.id()).collect();
     let weighed = mem.attribute_parents_detailed(&Coarse, SUMMARY_TEXT, &seen_ids)?;
     let summary = mem.write(
-        WriteRequest::new(DEFAULT_AGENT, EntryKind::Derived, SUMMARY_TEXT)
+        WriteRequest::new(&principal(DEFAULT_AGENT)?, EntryKind::Derived, SUMMARY_TEXT)
             .with_scope(scope.clone())
-            .with_parents(weighed.parents.clone(), &weighed.attribution)
+            .with_parents(weighed.parents.clone(), weighed.attribution.clone())
             .with_context(seen.context_hash),
     )?;
     text.push_str("Session 1: an e-mail is summarised into memory (the laundering step)\n");
@@ -121,7 +128,11 @@ pub fn run(a: DemoArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         .map_err(|e| CliError::failed(format!("the demo policy: {e}")))?;
     let call = ToolCall::from_openai_json(CALL)
         .map_err(|e| CliError::failed(format!("the demo call: {e}")))?;
-    let mut req = GateRequest::new(call, vec![request.id, summary.id], DEFAULT_AGENT);
+    let mut req = GateRequest::new(
+        call,
+        vec![request.id, summary.id],
+        &principal(DEFAULT_AGENT)?,
+    );
     req.scope = scope.clone();
     let denied = mem.gate(&policy, &req)?;
     text.push_str("Gate (deny mode):\n");
@@ -159,7 +170,7 @@ pub fn run(a: DemoArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     ));
 
     let mut json = json!({
-        "store": ctx.paths.db.display().to_string(),
+        "store": ctx.paths.shown(),
         "created": created,
         "scope": scope.as_str(),
         "entries": {
@@ -207,6 +218,7 @@ pub fn run(a: DemoArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
 /// Registers `name` with a fresh key unless it is registered already.
 fn ensure_principal(mem: &Mem, ctx: &Ctx, name: &str, class: TrustClass) -> Result<(), CliError> {
     let registry = mem.registry()?;
+    let pname = principal(name)?;
     if let Some(p) = registry.get(name) {
         if p.class != class || p.revoked_at.is_some() {
             return Err(CliError::failed(format!(
@@ -220,19 +232,19 @@ fn ensure_principal(mem: &Mem, ctx: &Ctx, name: &str, class: TrustClass) -> Resu
                 }
             )));
         }
-        if !mem.keys().contains(name) {
+        if !mem.keys().contains(&pname) {
             return Err(CliError::failed(format!(
                 "principal `{name}` is registered but its key {} is missing; run the demo on \
                  another store (--store DIR)",
-                key_path(&ctx.paths.keys, name).display()
+                key_path(&ctx.paths.keys, &pname).display()
             )));
         }
         return Ok(());
     }
     let key = keys::generate(&mut OsRng);
-    save_key(&ctx.paths.keys, name, &key)?;
-    mem.keys().insert(name, key.clone());
-    mem.add_principal(name, class, &key.verifying_key())?;
+    save_key(&ctx.paths.keys, &pname, &key)?;
+    mem.keys().insert(&pname, key.clone());
+    mem.add_principal(&pname, class, &key.verifying_key())?;
     Ok(())
 }
 
@@ -243,7 +255,7 @@ fn write(
     kind: EntryKind,
     content: &str,
 ) -> Result<Written, CliError> {
-    Ok(mem.write(WriteRequest::new(writer, kind, content).with_scope(scope.clone()))?)
+    Ok(mem.write(WriteRequest::new(&principal(writer)?, kind, content).with_scope(scope.clone()))?)
 }
 
 fn entries_table(rows: &[(&str, &Written)]) -> String {

@@ -7,7 +7,6 @@ use crate::output::{CliError, Outcome};
 use clap::Args;
 use memlineage::GateRequest;
 use memlineage::attribution::Algorithm;
-use memlineage::store::StoreRead;
 use memlineage_core::EntryId;
 use memlineage_core::entry::Scope;
 use memlineage_core::gate::{Decision, GateDecision, Mode, Policy, ToolCall};
@@ -51,7 +50,7 @@ pub struct GateArgs {
     attributor: AttributorOptions,
     /// The principal that signs the decision record (default: agent).
     #[arg(long = "as", value_name = "PRINCIPAL", value_parser = parse_name, default_value = "agent")]
-    recorder: String,
+    recorder: memlineage::PrincipalName,
 }
 
 /// Runs `gate`.
@@ -75,10 +74,9 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut context = Vec::with_capacity(a.context.len());
     for c in &a.context {
         let id = resolve_id(&mem, c).map_err(as_bad_input)?;
-        if mem.store().entry_by_id(&id)?.is_none() {
+        if let Err(memlineage::Error::NotFound(_)) = mem.get(&id) {
             return Err(CliError::usage(format!(
-                "--context {}: no entry with this id in the store",
-                c.0
+                "--context {c}: no entry with this id in the store"
             )));
         }
         context.push(id);

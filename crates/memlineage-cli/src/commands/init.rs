@@ -1,12 +1,12 @@
 //! `memlineage init`: a new store with its operator, genesis record and default principals.
 
-use super::{parse_fallback, parse_name, parse_weight};
+use super::{Mem, parse_fallback, parse_name, parse_weight, principal};
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::Args;
 use ed25519_dalek::SigningKey;
 use memlineage::keyring::{key_path, save_key};
-use memlineage::{Memory, Settings, SqliteStore};
+use memlineage::{Memory, PrincipalName, Settings};
 use memlineage_core::keys;
 use memlineage_core::label::{Fallback, TrustClass, Weight};
 use rand_core::{OsRng, RngCore};
@@ -31,9 +31,10 @@ pub struct InitArgs {
     /// Checkpoint origin line (default: memlineage.local/<16 random hex digits>).
     #[arg(long)]
     origin: Option<String>,
-    /// Name of the operator principal (signs registry changes and checkpoints).
-    #[arg(long, default_value = "operator", value_parser = parse_name)]
-    operator: String,
+    /// Name of the operator principal (signs registry changes and checkpoints). Default:
+    /// `operator`.
+    #[arg(long, value_parser = parse_name)]
+    operator: Option<PrincipalName>,
 }
 
 impl Default for InitArgs {
@@ -43,7 +44,7 @@ impl Default for InitArgs {
             tau: Weight::from_bp(5000).unwrap_or(Weight::ONE),
             fallback: Fallback::Strict,
             origin: None,
-            operator: "operator".to_string(),
+            operator: None,
         }
     }
 }
@@ -61,8 +62,17 @@ impl Created {
 
 /// Runs `init`.
 pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
+    create(a, ctx).map(|(_, outcome)| outcome)
+}
+
+/// Makes the store and returns its handle (with the new keys loaded) and the outcome.
+pub fn create(a: InitArgs, ctx: &Ctx) -> Result<(Mem, Outcome), CliError> {
     let paths = &ctx.paths;
-    if paths.db.exists() {
+    let operator = match &a.operator {
+        Some(o) => o.clone(),
+        None => principal("operator")?,
+    };
+    if paths.db.as_ref().is_some_and(|db| db.exists()) {
         return Err(CliError::failed(format!(
             "a store already exists at {} (refusing to re-initialise it; use another --store path)",
             paths.describe()
@@ -79,13 +89,14 @@ pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     memlineage_core::checkpoint::Checkpoint::new(&origin, 0, Default::default())
         .validate()
         .map_err(|e| CliError::usage(format!("invalid --origin: {e}")))?;
-    let mut principals: Vec<(String, TrustClass)> = vec![(a.operator.clone(), TrustClass::Trusted)];
+    let mut principals: Vec<(PrincipalName, TrustClass)> =
+        vec![(operator.clone(), TrustClass::Trusted)];
     for (name, class) in [
         (DEFAULT_AGENT, TrustClass::Trusted),
         (DEFAULT_EXTERNAL, TrustClass::External),
     ] {
-        if name != a.operator {
-            principals.push((name.to_string(), class));
+        if operator != name {
+            principals.push((principal(name)?, class));
         }
     }
     for (name, _) in &principals {
@@ -97,7 +108,9 @@ pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
             )));
         }
     }
-    create_private_dir(&paths.dir())?;
+    if let Some(dir) = paths.dir() {
+        create_private_dir(&dir)?;
+    }
     let keys: Vec<SigningKey> = principals
         .iter()
         .map(|_| keys::generate(&mut OsRng))
@@ -107,19 +120,30 @@ pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         for ((name, _), key) in principals.iter().zip(&keys) {
             created.0.push(save_key(&paths.keys, name, key)?);
         }
-        created.0.push(paths.db.clone());
-        for suffix in ["-wal", "-shm"] {
-            let mut s = paths.db.clone().into_os_string();
-            s.push(suffix);
-            created.0.push(PathBuf::from(s));
+        if let Some(db) = &paths.db {
+            created.0.push(db.clone());
+            for suffix in ["-wal", "-shm"] {
+                let mut s = db.clone().into_os_string();
+                s.push(suffix);
+                created.0.push(PathBuf::from(s));
+            }
         }
-        let store = SqliteStore::open(&paths.db)?;
         let settings = Settings {
             origin: origin.clone(),
             tau: a.tau,
             fallback: a.fallback,
         };
-        let mem = Memory::init(store, settings, &a.operator, keys[0].clone())?;
+        let mem = Memory::init_at(&paths.location, settings, &operator, keys[0].clone())
+            .map_err(|e| match e {
+                memlineage::Error::State(memlineage::error::StoreState::AlreadyInitialised) => {
+                    CliError::failed(format!(
+                        "a store already exists at {} (refusing to re-initialise it; use another --store location)",
+                        paths.describe()
+                    ))
+                }
+                e => CliError::from(e),
+            })?;
+        mem.keys().insert(&operator, keys[0].clone());
         let genesis = mem.log(0, 1)?.first().map(|v| v.entry.id().to_hex());
         let mut out = Vec::new();
         for (i, ((name, class), key)) in principals.iter().zip(&keys).enumerate() {
@@ -131,9 +155,9 @@ pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
             };
             out.push((name.clone(), *class, key.verifying_key(), record));
         }
-        Ok((genesis, out))
+        Ok((mem, genesis, out))
     })();
-    let (genesis, registered) = match result {
+    let (mem, genesis, registered) = match result {
         Ok(r) => r,
         Err(e) => {
             created.undo();
@@ -152,26 +176,29 @@ pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         })
         .collect();
     let json = json!({
-        "store": paths.db.display().to_string(),
+        "store": paths.db.as_ref().map_or_else(|| paths.location.to_string(), |d| d.display().to_string()),
         "keys_dir": paths.keys.display().to_string(),
         "origin": origin,
         "tau": a.tau.to_string(),
         "fallback": a.fallback.as_str(),
-        "operator": a.operator,
+        "operator": operator,
         "genesis": genesis,
         "principals": principals_json,
-        "default_writer": registered.iter().any(|(n, ..)| n == DEFAULT_AGENT).then_some(DEFAULT_AGENT),
+        "default_writer": registered.iter().any(|(n, ..)| *n == DEFAULT_AGENT).then_some(DEFAULT_AGENT),
     });
     let mut text = format!(
         "Initialised a new MemLineage store at {}\n  origin    {origin}\n  labels    tau {}, fallback {}\n  operator  {} (trusted; signs registry changes and checkpoints)\n",
-        paths.db.display(),
+        paths
+            .db
+            .as_ref()
+            .map_or_else(|| paths.location.to_string(), |d| d.display().to_string()),
         a.tau,
         a.fallback,
-        a.operator
+        operator
     );
     text.push_str("Registered default principals, so `memlineage write` works right away:\n");
     for (name, class, ..) in registered.iter().skip(1) {
-        let role = if name == DEFAULT_AGENT {
+        let role = if *name == DEFAULT_AGENT {
             "the default writer (`write --as agent`)"
         } else {
             "for tool output such as web pages (`write --as web`)"
@@ -182,7 +209,7 @@ pub fn run(a: InitArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         "Secret keys are in {} (readable only by you). Keep them with the store.\n",
         paths.keys.display()
     ));
-    Ok(Outcome::ok(json, text))
+    Ok((mem, Outcome::ok(json, text)))
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), CliError> {

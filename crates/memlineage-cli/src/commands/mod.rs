@@ -18,112 +18,86 @@ pub mod write;
 
 use crate::output::CliError;
 use crate::paths::StorePaths;
-use memlineage::store::StoreRead;
-use memlineage::{EntryView, Memory, SqliteStore};
+use memlineage::{EntryView, IdPrefix, Memory, PrincipalName};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::label::{Fallback, TrustClass, Weight};
 use memlineage_core::records::{Distrust, DistrustTarget, RegistryChange, Tombstone};
 use serde_json::{Value, json};
 
-/// The memory handle the CLI works with.
-pub type Mem = Memory<SqliteStore>;
+/// The memory handle the CLI works with (whatever the backend).
+pub type Mem = Memory;
 
-/// Opens an existing, initialised store and loads the secret keys beside it.
+/// Opens an existing, initialised store and loads the secret keys of the key directory.
 pub fn open(paths: &StorePaths) -> Result<Mem, CliError> {
-    let store = open_store(paths)?;
-    let mem = Memory::open(store).map_err(|e| {
-        CliError::failed(format!(
-            "cannot open the store at {}: {e} (run `memlineage verify` for a full audit)",
-            paths.describe()
-        ))
-    })?;
+    let mem = Memory::open_at(&paths.location).map_err(|e| cannot_open(paths, e, true))?;
     mem.keys().load_dir(&paths.keys)?;
     Ok(mem)
 }
 
 /// Opens an existing store for `verify`, without trusting its registry first.
 pub fn open_for_audit(paths: &StorePaths) -> Result<Mem, CliError> {
-    let store = open_store(paths)?;
-    Memory::open_for_audit(store).map_err(|e| {
-        CliError::failed(format!(
-            "cannot open the store at {}: {e}",
-            paths.describe()
-        ))
-    })
+    Memory::open_for_audit_at(&paths.location).map_err(|e| cannot_open(paths, e, false))
 }
 
-fn open_store(paths: &StorePaths) -> Result<SqliteStore, CliError> {
-    if !paths.db.is_file() {
-        return Err(CliError::failed(format!(
-            "no store at {}: run `memlineage init` first, or point --store or MEMLINEAGE_STORE at an existing store",
+/// Why a store cannot be opened, in the CLI's words.
+fn cannot_open(paths: &StorePaths, e: memlineage::Error, audit_hint: bool) -> CliError {
+    match e {
+        memlineage::Error::State(memlineage::error::StoreState::Missing { .. }) => {
+            CliError::failed(format!(
+                "no store at {}: run `memlineage init` first, or point --store or MEMLINEAGE_STORE at an existing store",
+                paths.describe()
+            ))
+        }
+        e if audit_hint => CliError::failed(format!(
+            "cannot open the store at {}: {e} (run `memlineage verify` for a full audit)",
             paths.describe()
-        )));
+        )),
+        e => CliError::failed(format!(
+            "cannot open the store at {}: {e}",
+            paths.describe()
+        )),
     }
-    SqliteStore::open(&paths.db).map_err(|e| {
-        CliError::failed(format!(
-            "cannot open the store at {}: {e}",
-            paths.describe()
-        ))
-    })
 }
 
-/// An entry id as typed: 8 to 64 lowercase hex characters (a full id or a prefix).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IdArg(pub String);
+/// A refused write, in the CLI's words: which key file is missing or stale names the file in
+/// the key directory (the library knows principals, not files).
+pub fn refused(e: memlineage::Error, paths: &StorePaths) -> CliError {
+    use memlineage::error::Refusal;
+    match &e {
+        memlineage::Error::NoKey(name) => CliError::failed(format!(
+            "no secret key for `{name}`: expected {} (is this the right store?)",
+            memlineage::keyring::key_path(&paths.keys, name).display()
+        )),
+        memlineage::Error::Refused(Refusal::KeyNotCurrent { name, current }) => {
+            let file = name
+                .parse::<PrincipalName>()
+                .map(|n| {
+                    memlineage::keyring::key_path(&paths.keys, &n)
+                        .display()
+                        .to_string()
+                })
+                .unwrap_or_else(|_| name.clone());
+            CliError::failed(format!(
+                "refused: {file} is not the current key of `{name}` (it was rotated; the current key id is {})",
+                current.map_or_else(String::new, |k| k.to_hex())
+            ))
+        }
+        _ => CliError::from(e),
+    }
+}
+
+/// An entry id as typed: 8 to 64 hex characters (a full id or a unique prefix).
+pub type IdArg = IdPrefix;
 
 /// Parses an entry id or id prefix (clap value parser).
 pub fn parse_id(s: &str) -> Result<IdArg, String> {
-    let lower = s.trim().to_ascii_lowercase();
-    if lower.len() < 8 || lower.len() > 64 || !lower.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "`{}` is not an entry id: expected 64 hexadecimal characters, or a unique prefix of at least 8",
-            s.chars().take(80).collect::<String>()
-        ));
-    }
-    Ok(IdArg(lower))
+    s.parse::<IdPrefix>().map_err(|e| e.to_string())
 }
 
-const SCAN_CHUNK: u64 = 4096;
-
-/// Resolves an id or a unique id prefix against the log.
+/// Resolves an id or a unique id prefix against the log (one indexed read).
 pub fn resolve_id(mem: &Mem, arg: &IdArg) -> Result<EntryId, CliError> {
-    if arg.0.len() == 64 {
-        return arg
-            .0
-            .parse::<EntryId>()
-            .map_err(|e| CliError::usage(e.to_string()));
-    }
-    let store = mem.store();
-    let size = store.size()?;
-    let mut found: Vec<EntryId> = Vec::new();
-    let mut start = 0;
-    while start < size {
-        let rows = store.entries(start, SCAN_CHUNK)?;
-        let Some(last) = rows.last() else { break };
-        start = last.index + 1;
-        found.extend(
-            rows.iter()
-                .filter(|r| r.id.to_hex().starts_with(&arg.0))
-                .map(|r| r.id),
-        );
-        if found.len() > 1 {
-            break;
-        }
-    }
-    match found.as_slice() {
-        [id] => Ok(*id),
-        [] => Err(CliError::failed(format!(
-            "no entry id starts with `{}` (see `memlineage log`)",
-            arg.0
-        ))),
-        _ => Err(CliError::usage(format!(
-            "the id prefix `{}` is ambiguous (it matches {} and {}, at least): give more characters",
-            arg.0,
-            found[0].short(),
-            found[1].short()
-        ))),
-    }
+    Ok(mem.resolve_prefix(arg)?)
 }
 
 /// A `--parent ID[:WEIGHT]` argument.
@@ -167,11 +141,15 @@ pub fn parse_class(s: &str) -> Result<TrustClass, String> {
     s.parse::<TrustClass>().map_err(|e| e.to_string())
 }
 
+/// A principal name the CLI itself names (`agent`, `web`, the demo's principals).
+pub fn principal(name: &str) -> Result<PrincipalName, CliError> {
+    name.parse::<PrincipalName>()
+        .map_err(|e| CliError::failed(e.to_string()))
+}
+
 /// Parses a principal name (clap value parser).
-pub fn parse_name(s: &str) -> Result<String, String> {
-    memlineage_core::principal::validate_name(s)
-        .map(|()| s.to_string())
-        .map_err(|e| e.to_string())
+pub fn parse_name(s: &str) -> Result<PrincipalName, String> {
+    s.parse::<PrincipalName>().map_err(|e| e.to_string())
 }
 
 /// Parses the kind of a content entry (clap value parser): control kinds are written by their
@@ -303,7 +281,7 @@ mod tests {
     fn id_and_parent_parsing() {
         assert!(parse_id("abc").is_err());
         assert!(parse_id("zzzzzzzz").is_err());
-        assert_eq!(parse_id("ABCDEF01").unwrap().0, "abcdef01");
+        assert_eq!(parse_id("ABCDEF01").unwrap().as_str(), "abcdef01");
         assert!(parse_id(&"a".repeat(65)).is_err());
         let p = parse_parent("abcdef01:0.25").unwrap();
         assert_eq!(p.weight.unwrap().bp(), 2500);

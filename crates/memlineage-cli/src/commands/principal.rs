@@ -4,6 +4,7 @@ use super::{Mem, open, parse_class, parse_name};
 use crate::Ctx;
 use crate::output::{CliError, Outcome, table};
 use clap::{Args, Subcommand};
+use memlineage::PrincipalName;
 use memlineage::keyring::{Keyring, key_path, replace_key, save_key};
 use memlineage_core::keys;
 use memlineage_core::label::TrustClass;
@@ -30,7 +31,7 @@ pub enum PrincipalCommand {
 pub struct AddArgs {
     /// Name: 1 to 64 characters from a-z, 0-9, `.`, `_`, `-`.
     #[arg(value_parser = parse_name)]
-    name: String,
+    name: PrincipalName,
     /// Trust class: `trusted` (user, agent) or `external` (web, e-mail, third-party tools).
     #[arg(long, value_parser = parse_class)]
     class: TrustClass,
@@ -41,7 +42,7 @@ pub struct AddArgs {
 pub struct RotateArgs {
     /// The principal whose key is replaced.
     #[arg(value_parser = parse_name)]
-    name: String,
+    name: PrincipalName,
 }
 
 /// `principal revoke`.
@@ -49,7 +50,7 @@ pub struct RotateArgs {
 pub struct RevokeArgs {
     /// The principal to revoke.
     #[arg(value_parser = parse_name)]
-    name: String,
+    name: PrincipalName,
     /// Why (recorded in the signed registry record).
     #[arg(long)]
     reason: String,
@@ -66,9 +67,9 @@ pub fn run(c: PrincipalCommand, ctx: &Ctx) -> Result<Outcome, CliError> {
     }
 }
 
-fn live(mem: &Mem, name: &str) -> Result<Principal, CliError> {
+fn live(mem: &Mem, name: &PrincipalName) -> Result<Principal, CliError> {
     let registry = mem.registry()?;
-    let p = registry.get(name).cloned().ok_or_else(|| {
+    let p = registry.get(name.as_str()).cloned().ok_or_else(|| {
         CliError::failed(format!(
             "principal `{name}` is not registered (see `memlineage principal list`)"
         ))
@@ -90,7 +91,7 @@ fn reason_suffix(p: &Principal) -> String {
 }
 
 fn add(mem: &Mem, a: AddArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
-    if mem.registry()?.get(&a.name).is_some() {
+    if mem.registry()?.get(a.name.as_str()).is_some() {
         return Err(CliError::failed(format!(
             "principal `{}` already exists (names are never reused; see `memlineage principal list`)",
             a.name
@@ -140,9 +141,9 @@ fn list(mem: &Mem, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut items = Vec::new();
     for p in registry.principals() {
         let current = p.current_key().map(|k| k.key_id);
-        let local = ring
-            .get(&p.name)
+        let local = PrincipalName::new(&p.name)
             .ok()
+            .and_then(|n| ring.get(&n).ok())
             .map(|k| keys::key_id(&k.verifying_key()));
         let keys_json: Vec<Value> = p
             .keys

@@ -32,10 +32,7 @@ pub struct SearchArgs {
 }
 
 /// The handle, with the embedding model attached when the mode needs it.
-fn open_for(
-    ctx: &Ctx,
-    mode: SearchMode,
-) -> Result<memlineage::Memory<memlineage::SqliteStore>, CliError> {
+fn open_for(ctx: &Ctx, mode: SearchMode) -> Result<memlineage::Memory, CliError> {
     let mem = open(&ctx.paths)?;
     if mode == SearchMode::Lexical {
         return Ok(mem);

@@ -30,9 +30,9 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut json = serde_json::to_value(&report)
         .map_err(|e| CliError::failed(format!("encoding the report: {e}")))?;
     json["ok"] = serde_json::json!(report.ok());
-    json["store"] = serde_json::json!(ctx.paths.db.display().to_string());
+    json["store"] = serde_json::json!(ctx.paths.shown());
     let mut text = String::new();
-    let _ = writeln!(text, "store       {}", ctx.paths.db.display());
+    let _ = writeln!(text, "store       {}", ctx.paths.shown());
     let _ = writeln!(text, "entries     {}", report.entries);
     let _ = writeln!(text, "signatures  {}", report.signatures);
     let _ = writeln!(text, "principals  {}", report.principals);
@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let failure = format!(
         "verification failed: {} problem(s) found in {}",
         report.problem_count,
-        ctx.paths.db.display()
+        ctx.paths.shown()
     );
     Ok(Outcome::failed(json, text, failure))
 }

@@ -3,17 +3,15 @@
 use super::attribute::{AttributorOptions, attribution_json, parse_algorithm};
 use super::{
     IdArg, Mem, ParentArg, attribute, open, parse_content_kind, parse_fallback, parse_meta,
-    parse_name, parse_parent, parse_scope, parse_weight, resolve_id,
+    parse_name, parse_parent, parse_scope, parse_weight, refused, resolve_id,
 };
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::Args;
 use memlineage::attribution::{Algorithm, AttributedParents};
-use memlineage::keyring::key_path;
-use memlineage::{WriteRequest, Written};
+use memlineage::{AttributionName, PrincipalName, WriteRequest, Written};
 use memlineage_core::Hash256;
 use memlineage_core::entry::{EntryKind, Parent, Scope};
-use memlineage_core::keys;
 use memlineage_core::label::{Fallback, TrustClass, Weight};
 use serde_json::json;
 use std::io::{IsTerminal, Read};
@@ -25,7 +23,7 @@ pub struct WriteArgs {
     content: Option<String>,
     /// The writer principal (its secret key must be in the store's key directory).
     #[arg(long = "as", value_name = "PRINCIPAL", default_value = "agent", value_parser = parse_name)]
-    writer: String,
+    writer: PrincipalName,
     /// user_input, tool_output, observation or derived. Default: derived with parents, else
     /// observation (tool_output for an external writer).
     #[arg(long, value_parser = parse_content_kind)]
@@ -62,41 +60,11 @@ pub struct WriteArgs {
     attributor: AttributorOptions,
 }
 
-/// Checks that `name` is registered, not revoked, and that its current secret key is here.
-pub fn check_writer(mem: &Mem, ctx: &Ctx, name: &str) -> Result<TrustClass, CliError> {
-    let registry = mem.registry()?;
-    let Some(p) = registry.get(name) else {
-        return Err(CliError::failed(format!(
-            "principal `{name}` is not registered: add it with `memlineage principal add {name} --class trusted|external` (see `memlineage principal list`)"
-        )));
-    };
-    if let Some(at) = p.revoked_at {
-        let reason = p
-            .revoke_reason
-            .as_deref()
-            .filter(|r| !r.is_empty())
-            .map(|r| format!(" (reason: {r})"))
-            .unwrap_or_default();
-        return Err(CliError::failed(format!(
-            "refused: principal `{name}` was revoked at log index {at}{reason}; entries it signs are no longer accepted"
-        )));
-    }
-    let file = key_path(&ctx.paths.keys, name);
-    let key = mem.keys().get(name).map_err(|_| {
-        CliError::failed(format!(
-            "no secret key for `{name}`: expected {} (is this the right store?)",
-            file.display()
-        ))
-    })?;
-    if p.current_key().map(|k| k.key_id) != Some(keys::key_id(&key.verifying_key())) {
-        return Err(CliError::failed(format!(
-            "refused: {} is not the current key of `{name}` (it was rotated; the current key id is {})",
-            file.display(),
-            p.current_key()
-                .map_or_else(String::new, |k| k.key_id.to_hex())
-        )));
-    }
-    Ok(p.class)
+/// The class of `name` in the registry, when it is registered (for the default kind; a write
+/// by a principal that is not registered, revoked or without its current key here is refused
+/// by the library, and `refused` says why).
+fn writer_class(mem: &Mem, name: &PrincipalName) -> Result<Option<TrustClass>, CliError> {
+    Ok(mem.registry()?.get(name.as_str()).map(|p| p.class))
 }
 
 /// Checks the combination of `--attribution`, its options and `--parent` (usage errors).
@@ -114,7 +82,7 @@ fn check_attribution_usage(a: &WriteArgs) -> Result<(), CliError> {
             Some(p) => Err(CliError::usage(format!(
                 "--parent {}:WEIGHT gives an explicit weight, but --attribution {} computes \
                  the weights: give the parents without weights, or drop --attribution",
-                p.id.0,
+                p.id,
                 algo.as_str()
             ))),
             None => Ok(()),
@@ -148,7 +116,7 @@ fn attribute_parents(
 fn request(
     mem: &Mem,
     a: WriteArgs,
-    class: TrustClass,
+    class: Option<TrustClass>,
     content: Vec<u8>,
     attributed: Option<&AttributedParents>,
 ) -> Result<WriteRequest, CliError> {
@@ -166,7 +134,7 @@ fn request(
     }
     let kind = a.kind.unwrap_or(if !parents.is_empty() {
         EntryKind::Derived
-    } else if class == TrustClass::External {
+    } else if class == Some(TrustClass::External) {
         EntryKind::ToolOutput
     } else {
         EntryKind::Observation
@@ -174,9 +142,9 @@ fn request(
     let mut req = WriteRequest::new(&a.writer, kind, content);
     if !parents.is_empty() {
         let attribution = match attributed {
-            Some(w) => w.attribution.as_str(),
-            None if a.parents.iter().any(|p| p.weight.is_some()) => "explicit",
-            None => "coarse",
+            Some(w) => w.attribution.clone(),
+            None if a.parents.iter().any(|p| p.weight.is_some()) => AttributionName::EXPLICIT,
+            None => AttributionName::COARSE,
         };
         req = req.with_parents(parents, attribution);
     }
@@ -224,10 +192,10 @@ pub fn run(a: WriteArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         }));
     }
     let mem = open(&ctx.paths)?;
-    let class = check_writer(&mem, ctx, &a.writer)?;
+    let class = writer_class(&mem, &a.writer)?;
     let attributed = attribute_parents(&mem, &a, &content)?;
     let req = request(&mem, a, class, content, attributed.as_ref())?;
-    let w = mem.write(req)?;
+    let w = mem.write(req).map_err(|e| refused(e, &ctx.paths))?;
     let mut outcome = written_outcome(&w);
     if let Some(weighed) = &attributed {
         if let Some(f) = &weighed.fell_back {

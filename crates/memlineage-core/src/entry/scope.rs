@@ -86,6 +86,27 @@ impl FromStr for Scope {
     }
 }
 
+impl AsRef<str> for Scope {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A scope serialises as its path.
+impl serde::Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+/// A scope deserialises from its path, validated like [`Scope::new`].
+impl<'de> serde::Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        Scope::new(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +118,14 @@ mod tests {
         assert!(a.contains(&Scope::new("acme/bot/alice").unwrap()));
         assert!(!a.contains(&Scope::new("acme/bots").unwrap()));
         assert!(!a.contains(&Scope::new("acme").unwrap()));
+    }
+
+    #[test]
+    fn serialises_as_its_path_and_validates_on_the_way_in() {
+        let a = Scope::new("acme/bot").unwrap();
+        assert_eq!(serde_json::to_string(&a).unwrap(), "\"acme/bot\"");
+        assert_eq!(serde_json::from_str::<Scope>("\"acme/bot\"").unwrap(), a);
+        assert!(serde_json::from_str::<Scope>("\"../x\"").is_err());
     }
 
     #[test]

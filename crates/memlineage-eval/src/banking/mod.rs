@@ -413,8 +413,12 @@ impl<'a> Bank<'a> {
         // The request, and the bank's records (one entry per transaction; the subject of the
         // incoming transaction is a separate entry written by its sender).
         let prompt = mem.write(
-            WriteRequest::new("user", EntryKind::UserInput, ut.prompt.as_str())
-                .with_scope(sessions.clone()),
+            WriteRequest::new(
+                &crate::world::principal("user")?,
+                EntryKind::UserInput,
+                ut.prompt.as_str(),
+            )
+            .with_scope(sessions.clone()),
         )?;
         note(prompt.id, "prompt".into(), prompt.label);
         let mut ledger: BTreeMap<String, EntryId> = BTreeMap::new();
@@ -786,8 +790,12 @@ struct World<'a> {
 impl World<'_> {
     fn root(&self, writer: &str, content: &str) -> Result<(EntryId, TrustLabel), EvalError> {
         let w = self.mem.write(
-            WriteRequest::new(writer, EntryKind::ToolOutput, content)
-                .with_scope(self.inbox.clone()),
+            WriteRequest::new(
+                &crate::world::principal(writer)?,
+                EntryKind::ToolOutput,
+                content,
+            )
+            .with_scope(self.inbox.clone()),
         )?;
         Ok((w.id, w.label))
     }
@@ -806,10 +814,14 @@ impl World<'_> {
             })
             .collect();
         let w = self.mem.write(
-            WriteRequest::new("agent", EntryKind::Derived, content)
-                .with_scope(self.memory.clone())
-                .with_parents(parents, "coarse")
-                .with_meta("role", who),
+            WriteRequest::new(
+                &crate::world::principal("agent")?,
+                EntryKind::Derived,
+                content,
+            )
+            .with_scope(self.memory.clone())
+            .with_parents(parents, memlineage::AttributionName::COARSE)
+            .with_meta("role", who),
         )?;
         Ok((w.id, w.label))
     }

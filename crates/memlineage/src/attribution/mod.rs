@@ -103,7 +103,7 @@ pub struct AttributedParents {
     /// One parent per requested id, in the order given.
     pub parents: Vec<memlineage_core::entry::Parent>,
     /// The attributor's name: pass it as the attribution of the write.
-    pub attribution: String,
+    pub attribution: memlineage_core::AttributionName,
     /// `Some` when the attributor fell back to coarse weights.
     pub fell_back: Option<Fallback>,
     /// Parents whose content could not be read (forgotten or erased): they were not shown to

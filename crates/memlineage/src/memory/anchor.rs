@@ -13,17 +13,16 @@
 //! failure lands where it did without the batch: an error for the root, a dropped entry for a
 //! path node.
 
-use super::Memory;
-use super::read::check_checkpoint_root;
+use super::read::{check_checkpoint_root, inclusion_of_hash, nodes_exact, root_at_in};
 use crate::error::Error;
-use crate::store::Store;
+use crate::store::BackendRead;
 use memlineage_core::Hash256;
 use memlineage_core::checkpoint::Checkpoint;
 use memlineage_core::merkle::{self, ProofPlan};
 
 /// The signed checkpoint a retrieval's proofs are checked against, with the nodes they need.
-pub(crate) struct Anchor<'m, S: Store> {
-    mem: &'m Memory<S>,
+pub(crate) struct Anchor<'m> {
+    reader: &'m dyn BackendRead,
     checkpoint: &'m Checkpoint,
     /// Per entry: its index, its proof plan, and where its nodes start in `hashes`.
     plans: Vec<(u64, ProofPlan, usize)>,
@@ -32,15 +31,15 @@ pub(crate) struct Anchor<'m, S: Store> {
     hashes: Option<Vec<Hash256>>,
 }
 
-impl<'m, S: Store> Anchor<'m, S> {
+impl<'m> Anchor<'m> {
     /// Reads the root nodes of `checkpoint` and the proof nodes of the entries at `indices`
     /// (those the checkpoint covers) in one store call, and checks the stored root against
-    /// the signed one (an error when they differ, as [`Memory::latest_checkpoint`] reports).
+    /// the signed one (an error when they differ, as [`Memory::latest_checkpoint`](crate::Memory::latest_checkpoint) reports).
     pub(crate) fn new(
-        mem: &'m Memory<S>,
+        reader: &'m dyn BackendRead,
         checkpoint: &'m Checkpoint,
         indices: impl IntoIterator<Item = u64>,
-    ) -> Result<Anchor<'m, S>, Error> {
+    ) -> Result<Anchor<'m>, Error> {
         let size = checkpoint.size;
         let mut ids = merkle::root_nodes(size);
         let roots = ids.len();
@@ -53,19 +52,19 @@ impl<'m, S: Store> Anchor<'m, S> {
                 plans.push((index, plan, start));
             }
         }
-        let hashes = match mem.nodes_exact(&ids) {
+        let hashes = match nodes_exact(reader, &ids) {
             Ok(mut hashes) => {
                 check_checkpoint_root(checkpoint, merkle::root_from_nodes(&hashes[..roots]))?;
                 hashes.drain(..roots);
                 Some(hashes)
             }
             Err(_) => {
-                check_checkpoint_root(checkpoint, mem.root_at(size)?)?;
+                check_checkpoint_root(checkpoint, root_at_in(reader, size)?)?;
                 None
             }
         };
         Ok(Anchor {
-            mem,
+            reader,
             checkpoint,
             plans,
             hashes,
@@ -82,7 +81,7 @@ impl<'m, S: Store> Anchor<'m, S> {
             Some((plan, hashes.get(*start..*start + plan.nodes().len())?))
         });
         let Some((plan, fetched)) = prefetched else {
-            let proof = self.mem.inclusion_of_hash(index, leaf_hash, cp.size)?;
+            let proof = inclusion_of_hash(self.reader, index, leaf_hash, cp.size)?;
             return Ok(proof.root.0 == cp.root);
         };
         let path = plan.assemble(fetched)?;

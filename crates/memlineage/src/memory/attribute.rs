@@ -3,14 +3,13 @@
 
 use super::Memory;
 use crate::attribution::{AttributedParents, Attributor, ParentText};
-use crate::error::Error;
-use crate::store::Store;
-use memlineage_core::EntryId;
+use crate::error::{Error, InputError, IntegrityCheck, IntegrityError};
 use memlineage_core::entry::Parent;
 use memlineage_core::label::Weight;
+use memlineage_core::{AttributionName, EntryId};
 use std::collections::HashMap;
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// Weighs `parent_ids` as parents of `child` with `attributor`.
     ///
     /// The parents' content is fetched through verified retrieval ([`Memory::recall`]): a parent
@@ -46,10 +45,16 @@ impl<S: Store> Memory<S> {
             e => e,
         })?;
         if let Some(d) = retrieval.dropped.first() {
-            return Err(Error::Integrity(format!(
-                "parent {} failed verification and cannot be attributed: {}",
-                d.id, d.reason
-            )));
+            return Err(IntegrityError::new(
+                IntegrityCheck::Verification,
+                format!(
+                    "parent {} failed verification and cannot be attributed: {}",
+                    d.id, d.reason
+                ),
+            )
+            .at(d.index)
+            .entry(d.id)
+            .into());
         }
         let texts: HashMap<EntryId, String> = retrieval
             .entries
@@ -66,15 +71,26 @@ impl<S: Store> Memory<S> {
             .copied()
             .collect();
         let name = attributor.name();
+        let attribution = AttributionName::new(&name).map_err(|e| InputError::Attribution {
+            name: name.clone(),
+            problem: format!("cannot be recorded: {e}"),
+        })?;
         let result = attributor
             .attribute_detailed(child, &readable)
-            .map_err(|e| Error::Invalid(format!("attribution `{name}` failed: {e}")))?;
+            .map_err(|e| InputError::Attribution {
+                name: name.clone(),
+                problem: format!("failed: {e}"),
+            })?;
         if result.weights.len() != readable.len() {
-            return Err(Error::Invalid(format!(
-                "attribution `{name}` returned {} weights for {} parents",
-                result.weights.len(),
-                readable.len()
-            )));
+            return Err(InputError::Attribution {
+                name,
+                problem: format!(
+                    "returned {} weights for {} parents",
+                    result.weights.len(),
+                    readable.len()
+                ),
+            }
+            .into());
         }
         let by_id: HashMap<EntryId, Weight> =
             readable.iter().map(|p| p.id).zip(result.weights).collect();
@@ -85,10 +101,19 @@ impl<S: Store> Memory<S> {
                 weight: by_id.get(id).copied().unwrap_or(Weight::ONE),
             })
             .collect();
+        // The answer's own name when it has one (the judge mode that answered).
+        let answered_as = match result.name {
+            Some(own) => {
+                AttributionName::try_from(own.clone()).map_err(|e| InputError::Attribution {
+                    name: own,
+                    problem: format!("cannot be recorded: {e}"),
+                })?
+            }
+            None => attribution,
+        };
         Ok(AttributedParents {
             parents,
-            // The answer's own name when it has one (the judge mode that answered).
-            attribution: result.name.unwrap_or(name),
+            attribution: answered_as,
             fell_back: result.fell_back,
             unread,
         })

@@ -1,33 +1,34 @@
 //! Control records: principal registry changes, forgetting (tombstones) and retroactive
 //! distrust (beyond the paper).
 
+use super::read::decode_stored;
+use super::stage::Effect;
 use super::{Memory, WriteRequest, Written};
-use crate::error::Error;
-use crate::store::{Effect, Store, StoreRead};
-use memlineage_core::EntryId;
+use crate::error::{Error, InputError, IntegrityCheck};
+use crate::store::{BackendRead, NewRecord};
 use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::label::{TrustClass, TrustLabel};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, DistrustTarget, RegistryChange, Tombstone};
 use memlineage_core::rule::{LabelRule, required_label};
 use memlineage_core::trust::ParentEdge;
+use memlineage_core::{EntryId, PrincipalName};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// The operator's name (the genesis principal).
-    pub fn operator(&self) -> Result<String, Error> {
-        self.refresh_registry()?
-            .operator()
-            .map(str::to_string)
-            .ok_or_else(|| Error::Store("the log has no genesis record".into()))
+    pub fn operator(&self) -> Result<PrincipalName, Error> {
+        operator_of(&*self.refresh_registry()?)
     }
 
-    /// Appends a registry change signed by `signer` (the operator).
+    /// Appends a registry change signed by `signer` (the operator), with the store's
+    /// `settings` when it is the genesis record.
     pub(super) fn registry_change(
         &self,
-        signer: &str,
+        signer: &PrincipalName,
         change: RegistryChange,
+        settings: Vec<(String, String)>,
     ) -> Result<Written, Error> {
         let req = WriteRequest::new(signer, EntryKind::Registry, change.to_content());
         // Registry records are signed directly (not through `draft`, whose registry checks
@@ -36,7 +37,7 @@ impl<S: Store> Memory<S> {
         let content = req.content;
         let body = memlineage_core::entry::EntryBody {
             scope: req.scope,
-            writer: req.writer,
+            writer: req.writer.into(),
             key_id: memlineage_core::keys::key_id(&key.verifying_key()),
             kind: EntryKind::Registry,
             content_hash: memlineage_core::Hash256::of(&content),
@@ -44,7 +45,7 @@ impl<S: Store> Memory<S> {
             source_hash: None,
             context_hash: None,
             parents: Vec::new(),
-            attribution: req.attribution,
+            attribution: req.attribution.as_str().to_string(),
             tau: self.settings.tau,
             fallback: self.settings.fallback,
             label: TrustLabel::Trusted,
@@ -52,24 +53,25 @@ impl<S: Store> Memory<S> {
             metadata: req.metadata,
         };
         let entry = SignedEntry::sign(body, &key)?;
-        let mut out = self.append(vec![crate::store::NewRecord {
-            entry,
-            content,
-            search_text: None,
-        }])?;
+        let mut out = self.append(
+            vec![NewRecord {
+                entry,
+                content,
+                search_text: None,
+            }],
+            settings,
+        )?;
         out.pop()
-            .ok_or_else(|| Error::Store("append returned nothing".into()))
+            .ok_or_else(|| Error::internal("append returned nothing"))
     }
 
     /// Registers a principal (signed by the operator, whose key must be loaded).
     pub fn add_principal(
         &self,
-        name: &str,
+        name: &PrincipalName,
         class: TrustClass,
         key: &ed25519_dalek::VerifyingKey,
     ) -> Result<Written, Error> {
-        memlineage_core::principal::validate_name(name)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
         let op = self.operator()?;
         self.registry_change(
             &op,
@@ -78,6 +80,7 @@ impl<S: Store> Memory<S> {
                 class,
                 key: *key,
             },
+            Vec::new(),
         )
     }
 
@@ -86,7 +89,7 @@ impl<S: Store> Memory<S> {
     /// switches to the new one.
     pub fn rotate_principal(
         &self,
-        name: &str,
+        name: &PrincipalName,
         new_key: &ed25519_dalek::SigningKey,
     ) -> Result<Written, Error> {
         let op = self.operator()?;
@@ -96,6 +99,7 @@ impl<S: Store> Memory<S> {
                 name: name.to_string(),
                 key: new_key.verifying_key(),
             },
+            Vec::new(),
         )?;
         if self.keys.contains(name) {
             self.keys.insert(name, new_key.clone());
@@ -104,7 +108,7 @@ impl<S: Store> Memory<S> {
     }
 
     /// Revokes a principal: every entry it signs from now on is refused.
-    pub fn revoke_principal(&self, name: &str, reason: &str) -> Result<Written, Error> {
+    pub fn revoke_principal(&self, name: &PrincipalName, reason: &str) -> Result<Written, Error> {
         let op = self.operator()?;
         self.registry_change(
             &op,
@@ -112,6 +116,7 @@ impl<S: Store> Memory<S> {
                 name: name.to_string(),
                 reason: reason.to_string(),
             },
+            Vec::new(),
         )
     }
 
@@ -120,7 +125,7 @@ impl<S: Store> Memory<S> {
     /// returns a forgotten entry. History is never rewritten.
     pub fn forget(
         &self,
-        writer: &str,
+        writer: &PrincipalName,
         target: &EntryId,
         erase: bool,
         reason: &str,
@@ -142,7 +147,7 @@ impl<S: Store> Memory<S> {
     /// parents' effective labels, without rewriting history.
     pub fn distrust(
         &self,
-        writer: &str,
+        writer: &PrincipalName,
         target: DistrustTarget,
         reason: &str,
     ) -> Result<Written, Error> {
@@ -164,7 +169,7 @@ impl<S: Store> Memory<S> {
 /// at write time. Entries the principal writes after the record are labelled `EXTERNAL` when
 /// they are written (see `write.rs`), so they need no effect here.
 pub(super) fn distrust_effects(
-    reader: &dyn StoreRead,
+    reader: &dyn BackendRead,
     d: &Distrust,
     registry: &Registry,
     store_rule: LabelRule,
@@ -176,14 +181,14 @@ pub(super) fn distrust_effects(
         }
         DistrustTarget::Principal(name) => {
             if registry.get(name).is_none() {
-                return Err(Error::Invalid(format!("no principal named `{name}`")));
+                return Err(InputError::UnknownPrincipal(name.clone()).into());
             }
             // The writer index finds the candidates; each is checked against its signed body
             // (`verify` audits the index itself).
             let mut out = Vec::new();
             for index in reader.indices_by_writer(name)? {
                 if let Some(e) = reader.entry_by_index(index)?
-                    && SignedEntry::from_leaf(&e.leaf)?.body().writer == *name
+                    && decode_stored(&e)?.body().writer == *name
                 {
                     out.push((e.index, e.id));
                 }
@@ -212,7 +217,7 @@ pub(super) fn distrust_effects(
             continue;
         }
         let stored = reader.entry_by_id(&id)?.ok_or(Error::NotFound(id))?;
-        let entry = SignedEntry::from_leaf(&stored.leaf)?;
+        let entry = decode_stored(&stored)?;
         let body = entry.body();
         // A seed (or an entry raised earlier in this walk) is never lowered by a later visit.
         let current = stored
@@ -228,7 +233,7 @@ pub(super) fn distrust_effects(
                 Some(l) => *l,
                 None => {
                     let ps = reader.entry_by_id(&p.id)?.ok_or(Error::NotFound(p.id))?;
-                    let pe = SignedEntry::from_leaf(&ps.leaf)?;
+                    let pe = decode_stored(&ps)?;
                     ps.effective_label
                         .map_or(pe.body().label, |l| l.max(pe.body().label))
                 }
@@ -255,4 +260,13 @@ pub(super) fn distrust_effects(
         }
     }
     Ok(effects)
+}
+
+/// The operator of a replayed registry, as a name.
+pub(super) fn operator_of(registry: &Registry) -> Result<PrincipalName, Error> {
+    let op = registry.operator().ok_or_else(|| {
+        Error::integrity(IntegrityCheck::Genesis, "the log has no genesis record")
+    })?;
+    PrincipalName::new(op)
+        .map_err(|e| Error::integrity(IntegrityCheck::Genesis, format!("the operator's name: {e}")))
 }

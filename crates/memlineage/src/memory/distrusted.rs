@@ -7,8 +7,8 @@
 //! this principal distrusted before a given log index (then everything it writes from there on
 //! is labelled as an external writer's, `EXTERNAL`).
 
-use crate::error::Error;
-use crate::store::{RegistryRecord, StoreRead};
+use crate::error::{Error, IntegrityCheck, IntegrityError};
+use crate::store::{BackendRead, ControlRecord};
 use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::label::TrustClass;
 use memlineage_core::principal::Registry;
@@ -32,7 +32,7 @@ pub(crate) struct DistrustLog {
 impl DistrustLog {
     /// Replays the distrust records with index ≥ the last one seen. Each record's content must
     /// match its signed content hash (the content is what names the target).
-    pub(crate) fn catch_up(&mut self, reader: &dyn StoreRead) -> Result<(), Error> {
+    pub(crate) fn catch_up(&mut self, reader: &dyn BackendRead) -> Result<(), Error> {
         // The size is read first: a record appended after it has an index at or above it and
         // is found by the next catch-up, so advancing to it never skips one.
         let size = reader.size()?;
@@ -52,24 +52,36 @@ impl DistrustLog {
         self.latest.is_some_and(|l| l >= from)
     }
 
-    /// Replays records fetched with [`StoreRead::control_records`].
-    pub(crate) fn apply_records(&mut self, records: &[RegistryRecord]) -> Result<(), Error> {
+    /// Replays records fetched with [`BackendRead::control_records`].
+    pub(crate) fn apply_records(&mut self, records: &[ControlRecord]) -> Result<(), Error> {
         for rec in records {
-            let entry = SignedEntry::from_leaf(&rec.leaf)?;
+            let broken = |detail: String| -> Error {
+                IntegrityError::new(IntegrityCheck::ControlRecord, detail)
+                    .at(rec.index)
+                    .into()
+            };
+            let entry = SignedEntry::from_leaf(&rec.leaf).map_err(|e| {
+                broken(format!(
+                    "distrust record at index {} does not decode: {e}",
+                    rec.index
+                ))
+            })?;
             if entry.body().kind != EntryKind::Distrust {
-                return Err(Error::Integrity(format!(
+                return Err(broken(format!(
                     "the entry at index {} is indexed as a distrust record but its signed kind is {} (run `memlineage verify`)",
                     rec.index,
                     entry.body().kind
                 )));
             }
             if Hash256::of(&rec.content) != entry.body().content_hash {
-                return Err(Error::Integrity(format!(
+                return Err(broken(format!(
                     "distrust record at index {} does not match its signed content hash (run `memlineage verify`)",
                     rec.index
                 )));
             }
-            self.apply(rec.index, &Distrust::from_content(&rec.content)?);
+            let d = Distrust::from_content(&rec.content)
+                .map_err(|e| broken(format!("distrust record at index {}: {e}", rec.index)))?;
+            self.apply(rec.index, &d);
         }
         Ok(())
     }
@@ -120,7 +132,7 @@ impl DistrustLog {
     /// signed label. `None` when nothing is distrusted.
     pub(crate) fn first_affected(
         &self,
-        reader: &dyn StoreRead,
+        reader: &dyn BackendRead,
         registry: &Registry,
     ) -> Result<Option<u64>, Error> {
         let mut first: Option<u64> = None;

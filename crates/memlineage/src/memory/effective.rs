@@ -11,8 +11,9 @@
 //! to its id, so the labels read on the walk cannot be altered without changing an id.
 
 use super::distrusted::DistrustLog;
-use crate::error::Error;
-use crate::store::StoreRead;
+use super::read::decode_stored;
+use crate::error::{Error, InputError, IntegrityCheck, IntegrityError};
+use crate::store::BackendRead;
 use memlineage_core::EntryId;
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::label::{TrustClass, TrustLabel, Weight};
@@ -68,7 +69,7 @@ pub(crate) const WALK_BUDGET: usize = 100_000;
 
 /// Recomputes effective labels for a result set, memoised across the set.
 pub(crate) struct EffectiveWalk<'a> {
-    reader: &'a dyn StoreRead,
+    reader: &'a dyn BackendRead,
     registry: &'a Registry,
     distrust: &'a DistrustLog,
     store_rule: LabelRule,
@@ -81,7 +82,7 @@ pub(crate) struct EffectiveWalk<'a> {
 impl<'a> EffectiveWalk<'a> {
     /// A walk over `reader` with the given registry and distrust replay.
     pub(crate) fn new(
-        reader: &'a dyn StoreRead,
+        reader: &'a dyn BackendRead,
         registry: &'a Registry,
         distrust: &'a DistrustLog,
         store_rule: LabelRule,
@@ -127,21 +128,25 @@ impl<'a> EffectiveWalk<'a> {
             }
             self.visits += 1;
             if self.visits > WALK_BUDGET {
-                return Err(Error::Invalid(format!(
-                    "more than {WALK_BUDGET} ancestors to read to recompute its effective label from the distrust records; run `memlineage verify` to audit the effective labels"
-                )));
+                return Err(InputError::TooManyAncestors(WALK_BUDGET).into());
             }
             let stored = self
                 .reader
                 .entry_by_id(&id)?
                 .ok_or(Error::UnknownParent(id))?;
-            let parent = SignedEntry::from_leaf(&stored.leaf)?;
+            let parent = decode_stored(&stored)?;
             if parent.id() != id {
-                return Err(Error::Integrity(format!(
-                    "ancestor {id} at index {} has a body that hashes to {}",
-                    stored.index,
-                    parent.id()
-                )));
+                return Err(IntegrityError::new(
+                    IntegrityCheck::EntryId,
+                    format!(
+                        "ancestor {id} at index {} has a body that hashes to {}",
+                        stored.index,
+                        parent.id()
+                    ),
+                )
+                .at(stored.index)
+                .entry(id)
+                .into());
             }
             if stored.index < first {
                 let l = parent.body().label;
@@ -156,10 +161,16 @@ impl<'a> EffectiveWalk<'a> {
             let mut parents = Vec::with_capacity(body.parents.len());
             for p in &body.parents {
                 let (signed, effective) = *self.memo.get(&p.id).ok_or_else(|| {
-                    Error::Integrity(format!(
-                        "parent {} of the entry at index {at} is not earlier in the log",
-                        p.id
-                    ))
+                    Error::from(
+                        IntegrityError::new(
+                            IntegrityCheck::Lineage,
+                            format!(
+                                "parent {} of the entry at index {at} is not earlier in the log",
+                                p.id
+                            ),
+                        )
+                        .at(at),
+                    )
                 })?;
                 parents.push(ParentLabels {
                     signed,
@@ -181,7 +192,7 @@ impl<'a> EffectiveWalk<'a> {
         self.memo
             .get(&entry.id())
             .map(|(_, e)| *e)
-            .ok_or_else(|| Error::Integrity("effective label was not computed".into()))
+            .ok_or_else(|| Error::internal("effective label was not computed"))
     }
 }
 

@@ -4,14 +4,13 @@
 //! a signed `gate_decision` record so a third party can re-check it.
 
 use super::{Memory, WriteRequest, Written};
-use crate::error::Error;
-use crate::store::Store;
-use memlineage_core::EntryId;
+use crate::error::{Error, IntegrityCheck, IntegrityError};
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::gate::{
     self, Ancestry, AncestryNode, ContextEntry, GateDecision, GateInput, Policy, ToolCall,
 };
 use memlineage_core::label::Weight;
+use memlineage_core::{EntryId, PrincipalName};
 use std::collections::BTreeMap;
 
 /// A tool call to check, with its active context.
@@ -33,12 +32,12 @@ pub struct GateRequest {
     /// Scope for the repair retrieval.
     pub scope: Scope,
     /// The principal that signs the decision record.
-    pub recorder: String,
+    pub recorder: PrincipalName,
 }
 
 impl GateRequest {
     /// A request with no citations, no attribution, no repair, recorded by `recorder`.
-    pub fn new(call: ToolCall, context: Vec<EntryId>, recorder: &str) -> GateRequest {
+    pub fn new(call: ToolCall, context: Vec<EntryId>, recorder: &PrincipalName) -> GateRequest {
         GateRequest {
             call,
             context,
@@ -47,7 +46,7 @@ impl GateRequest {
             repair: false,
             repair_query: None,
             scope: Scope::default(),
-            recorder: recorder.to_string(),
+            recorder: recorder.clone(),
         }
     }
 }
@@ -71,7 +70,7 @@ const REPAIR_POOL: usize = 16;
 /// as untrusted carriers (fail closed, `docs/gate.md`).
 pub const MAX_ANCESTRY: usize = 4096;
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// Decides whether `req.call` may be dispatched under `policy`, and logs the decision.
     ///
     /// Context entries are verified like retrieval results (signature, inclusion, label); one
@@ -126,8 +125,8 @@ impl<S: Store> Memory<S> {
             "context": req.context,
             "decision": decision,
         });
-        let content =
-            serde_json::to_vec(&record).map_err(|e| Error::Invalid(format!("gate record: {e}")))?;
+        let content = serde_json::to_vec(&record)
+            .map_err(|e| Error::internal(format!("gate record: {e}")))?;
         let written = self.write(
             WriteRequest::new(&req.recorder, EntryKind::GateDecision, content)
                 .with_scope(req.scope.clone())
@@ -170,10 +169,13 @@ impl<S: Store> Memory<S> {
     fn context_entries(&self, ids: &[EntryId]) -> Result<(Vec<ContextEntry>, ParentLists), Error> {
         let r = self.recall(ids)?;
         if let Some(d) = r.dropped.first() {
-            return Err(Error::Integrity(format!(
-                "context entry {} failed verification: {}",
-                d.id, d.reason
-            )));
+            return Err(IntegrityError::new(
+                IntegrityCheck::Verification,
+                format!("context entry {} failed verification: {}", d.id, d.reason),
+            )
+            .at(d.index)
+            .entry(d.id)
+            .into());
         }
         let mut entries = Vec::with_capacity(r.entries.len());
         let mut parents = Vec::with_capacity(r.entries.len());

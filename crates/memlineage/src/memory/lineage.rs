@@ -3,7 +3,6 @@
 
 use super::{EntryView, Memory};
 use crate::error::Error;
-use crate::store::Store;
 use memlineage_core::EntryId;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::lineage::{
@@ -21,17 +20,17 @@ pub enum Direction {
 }
 
 /// The store seen as a lineage DAG, with the registry for writer classes.
-pub(crate) struct StoreLineage<'a, S: Store> {
-    mem: &'a Memory<S>,
+pub(crate) struct StoreLineage<'a> {
+    mem: &'a Memory,
     registry: std::sync::Arc<Registry>,
     distrust: std::sync::Arc<super::distrusted::DistrustLog>,
 }
 
-impl<S: Store> LineageSource for StoreLineage<'_, S> {
+impl LineageSource for StoreLineage<'_> {
     type Error = Error;
 
     fn node(&self, id: &EntryId) -> Result<Option<LineageNodeInfo>, Error> {
-        let Some(stored) = self.mem.store.entry_by_id(id)? else {
+        let Some(stored) = self.mem.reads().entry_by_id(id)? else {
             return Ok(None);
         };
         let view = EntryView::from_stored(stored)?;
@@ -59,13 +58,15 @@ impl<S: Store> LineageSource for StoreLineage<'_, S> {
     }
 
     fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {
-        self.mem.store.children(id)
+        self.mem.reads().children(id)
     }
 }
 
-impl<S: Store> Memory<S> {
-    pub(crate) fn lineage_source(&self) -> Result<StoreLineage<'_, S>, Error> {
-        let (registry, distrust) = self.refresh_registry_and_distrust()?;
+impl Memory {
+    pub(crate) fn lineage_source(&self) -> Result<StoreLineage<'_>, Error> {
+        let super::registry::Replayed {
+            registry, distrust, ..
+        } = self.refresh_registry_and_distrust(self.reads())?;
         Ok(StoreLineage {
             mem: self,
             registry,

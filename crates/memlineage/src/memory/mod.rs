@@ -1,9 +1,13 @@
-//! The [`Memory`] handle: the one object an agent holds. `Send + Sync`, no global state.
+//! The [`Memory`] handle: the one object an agent holds, and the only way into a store.
+//! `Send + Sync`, no global state.
+//!
+//! One concrete type whatever the backend: the handle holds a `Box<dyn Backend>` chosen at run
+//! time ([`Memory::open_at`] with a [`StoreLocation`]), so the command line, the Python
+//! bindings and the HTTP service hold the same type (`docs/architecture.md`, "One handle").
 
 mod anchor;
 mod attribute;
 mod audit;
-mod cli_support;
 mod control;
 mod distrusted;
 mod effective;
@@ -11,32 +15,38 @@ mod gate;
 mod label_cache;
 mod lineage;
 mod parent_labels;
+mod prefix;
 mod read;
+mod registry;
 mod relabel;
 mod retrieve;
 mod semantic;
 mod signature_helper;
 mod signing;
+pub(crate) mod stage;
 mod verified_note;
 mod write;
 
+pub use crate::search::stored::{RejectedEmbedding, VectorIndexStatus};
 pub use audit::{AuditProblem, AuditReport};
-pub use gate::{GateOutcome, GateRequest};
+pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY};
 pub use lineage::Direction;
-pub use read::{EntryView, InclusionProof};
+pub use prefix::IdPrefix;
+pub use read::{EntryView, Hash256Hex, InclusionProof};
 pub use retrieve::{Dropped, Retrieval};
+pub use stage::Effect;
 pub use write::{RELABEL_ATTEMPTS, WriteRequest, Written};
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::Error;
+use crate::error::{Error, InputError, IntegrityCheck, StoreState};
 use crate::keyring::Keyring;
-use crate::store::{Store, StoreRead};
-use memlineage_core::entry::SignedEntry;
-use memlineage_core::label::{Fallback, Weight};
+use crate::store::{Backend, BackendRead, OpenMode, StoreLocation};
+use memlineage_core::PrincipalName;
+use memlineage_core::label::{Fallback, TrustClass, Weight};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::RegistryChange;
 use memlineage_core::rule::LabelRule;
-use std::sync::{Arc, Mutex};
+use registry::RegistryCache;
 
 /// Store-wide settings, fixed at `init` and kept in the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,23 +70,32 @@ impl Settings {
     }
 }
 
-/// The registry as of some log size, refreshed from the store when other writers append, and
-/// the distrust records replayed beside it.
-///
-/// Both are shared with the operation in progress (`Arc`): a write or a retrieval takes a
-/// snapshot without copying them, and a catch-up copies only while such a snapshot is held.
-struct RegistryCache {
-    registry: Arc<Registry>,
-    next: u64,
-    distrust: Arc<distrusted::DistrustLog>,
+/// Anything the handle can hold as its backend: a backend value, or one already boxed (what
+/// [`StoreLocation::open`] returns).
+pub trait IntoBackend {
+    /// The boxed backend.
+    fn into_backend(self) -> Box<dyn Backend>;
 }
 
-/// Signed, lineage-labelled agent memory over a [`Store`].
-pub struct Memory<S: Store> {
-    store: S,
+impl<B: Backend + 'static> IntoBackend for B {
+    fn into_backend(self) -> Box<dyn Backend> {
+        Box::new(self)
+    }
+}
+
+impl IntoBackend for Box<dyn Backend> {
+    fn into_backend(self) -> Box<dyn Backend> {
+        self
+    }
+}
+
+/// Signed, lineage-labelled agent memory over a storage backend.
+pub struct Memory {
+    backend: Box<dyn Backend>,
     keys: Keyring,
     settings: Settings,
-    cache: Mutex<RegistryCache>,
+    /// The registry and distrust replay, refreshed from the log (`registry.rs`).
+    cache: RegistryCache,
     /// Signed labels of entries written or looked up as parents (`label_cache.rs`).
     labels: label_cache::LabelCache,
     /// The last checkpoint note whose signature verified (`verified_note.rs`).
@@ -90,66 +109,109 @@ pub struct Memory<S: Store> {
     clock: Box<dyn Clock>,
 }
 
-impl<S: Store> Memory<S> {
-    /// Initialises an empty store: records the settings and writes the genesis record, in
-    /// which `operator` (a trusted principal) registers itself with `operator_key`.
+impl Memory {
+    /// Initialises an empty store: writes the genesis record, in which `operator` (a trusted
+    /// principal) registers itself with `operator_key`, and the settings, in one transaction.
     pub fn init(
-        store: S,
+        backend: impl IntoBackend,
         settings: Settings,
-        operator: &str,
+        operator: &PrincipalName,
         operator_key: ed25519_dalek::SigningKey,
-    ) -> Result<Memory<S>, Error> {
-        if store.size()? != 0 || store.setting("origin")?.is_some() {
-            return Err(Error::Store(
-                "the store is already initialised (refusing to overwrite it)".into(),
-            ));
+    ) -> Result<Memory, Error> {
+        let backend = backend.into_backend();
+        if backend.size()? != 0 || backend.setting("origin")?.is_some() {
+            return Err(StoreState::AlreadyInitialised.into());
         }
         memlineage_core::checkpoint::Checkpoint::new(&settings.origin, 0, Default::default())
             .validate()
-            .map_err(|e| Error::Invalid(format!("origin: {e}")))?;
-        store.set_setting("origin", &settings.origin)?;
-        store.set_setting("tau", &settings.tau.to_string())?;
-        store.set_setting("fallback", settings.fallback.as_str())?;
-        store.set_setting("operator", operator)?;
-        let mem = Memory::from_parts(store, settings);
+            .map_err(|e| InputError::Origin(e.to_string()))?;
+        let rows = vec![
+            ("origin".to_string(), settings.origin.clone()),
+            ("tau".to_string(), settings.tau.to_string()),
+            (
+                "fallback".to_string(),
+                settings.fallback.as_str().to_string(),
+            ),
+            ("operator".to_string(), operator.to_string()),
+        ];
+        let mem = Memory::from_parts(backend, settings);
         mem.keys.insert(operator, operator_key.clone());
         mem.registry_change(
             operator,
             RegistryChange::Add {
                 name: operator.to_string(),
-                class: memlineage_core::label::TrustClass::Trusted,
+                class: TrustClass::Trusted,
                 key: operator_key.verifying_key(),
             },
+            rows,
         )?;
         Ok(mem)
     }
 
-    /// Opens an initialised store.
-    pub fn open(store: S) -> Result<Memory<S>, Error> {
-        let settings = stored_settings(&store)?;
+    /// Makes a new store at `location` (which must not hold one) and initialises it
+    /// ([`Memory::init`]).
+    pub fn init_at(
+        location: &StoreLocation,
+        settings: Settings,
+        operator: &PrincipalName,
+        operator_key: ed25519_dalek::SigningKey,
+    ) -> Result<Memory, Error> {
+        Memory::init(
+            location.open(OpenMode::Create)?,
+            settings,
+            operator,
+            operator_key,
+        )
+    }
+
+    /// Opens an initialised store: checks its settings against the genesis record and replays
+    /// the registry.
+    pub fn open(backend: impl IntoBackend) -> Result<Memory, Error> {
+        let backend = backend.into_backend();
+        let settings = stored_settings(&*backend)?;
         let (tau, fallback) = (settings.tau, settings.fallback);
-        let signed = genesis_rule(&store)?;
+        let signed = genesis_rule(&*backend)?;
         if signed != LabelRule::new(tau, fallback) {
-            return Err(Error::Integrity(format!(
-                "the settings table says τ {tau}, fallback {fallback}, but the genesis record signs τ {}, fallback {}: the settings were edited behind the program's back (run `memlineage verify`)",
-                signed.tau, signed.fallback
-            )));
+            return Err(Error::integrity(
+                IntegrityCheck::Settings,
+                format!(
+                    "the settings table says τ {tau}, fallback {fallback}, but the genesis record signs τ {}, fallback {}: the settings were edited behind the program's back (run `memlineage verify`)",
+                    signed.tau, signed.fallback
+                ),
+            ));
         }
-        let mem = Memory::from_parts(store, settings);
+        let mem = Memory::from_parts(backend, settings);
         mem.refresh_registry()?;
         Ok(mem)
     }
 
-    fn from_parts(store: S, settings: Settings) -> Memory<S> {
+    /// Opens the store at `location` ([`Memory::open`]); the location must hold one.
+    pub fn open_at(location: &StoreLocation) -> Result<Memory, Error> {
+        Memory::open(location.open(OpenMode::Existing)?)
+    }
+
+    /// Opens an initialised store for an audit: reads the settings but, unlike
+    /// [`Memory::open`], does not replay the principal registry first. A store whose registry
+    /// records were edited behind the program's back can then still be audited:
+    /// [`Memory::verify`] replays and checks the registry itself and reports what is wrong
+    /// instead of failing to open.
+    pub fn open_for_audit(backend: impl IntoBackend) -> Result<Memory, Error> {
+        let backend = backend.into_backend();
+        let settings = stored_settings(&*backend)?;
+        Ok(Memory::from_parts(backend, settings))
+    }
+
+    /// [`Memory::open_for_audit`] of the store at `location`.
+    pub fn open_for_audit_at(location: &StoreLocation) -> Result<Memory, Error> {
+        Memory::open_for_audit(location.open(OpenMode::Existing)?)
+    }
+
+    fn from_parts(backend: Box<dyn Backend>, settings: Settings) -> Memory {
         Memory {
-            store,
+            backend,
             keys: Keyring::new(),
             settings,
-            cache: Mutex::new(RegistryCache {
-                registry: Arc::new(Registry::new()),
-                next: 0,
-                distrust: Arc::new(distrusted::DistrustLog::default()),
-            }),
+            cache: RegistryCache::default(),
             labels: label_cache::LabelCache::default(),
             verified_note: verified_note::VerifiedNote::default(),
             signatures: signature_helper::SignatureHelper::default(),
@@ -159,7 +221,7 @@ impl<S: Store> Memory<S> {
     }
 
     /// Replaces the clock (the evaluation uses a deterministic one).
-    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Memory<S> {
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Memory {
         self.clock = Box::new(clock);
         self
     }
@@ -180,129 +242,84 @@ impl<S: Store> Memory<S> {
         LabelRule::new(self.settings.tau, self.settings.fallback)
     }
 
-    /// The underlying store.
-    pub fn store(&self) -> &S {
-        &self.store
+    /// The backend's name (`sqlite`, `memory`, `postgres`).
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Where the store is, for messages (no secrets).
+    pub fn location(&self) -> String {
+        self.backend.location()
+    }
+
+    /// Write transactions the backend has committed through this handle, when it counts them
+    /// (each one sync on a durable backend; a batch is one: group commit).
+    pub fn commits(&self) -> Option<u64> {
+        self.backend.commits()
     }
 
     /// The registry as of now (refreshed from the store).
     pub fn registry(&self) -> Result<Registry, Error> {
-        self.refresh_registry()
+        Ok(Registry::clone(&*self.refresh_registry()?))
     }
 
-    fn lock_cache(&self) -> Result<std::sync::MutexGuard<'_, RegistryCache>, Error> {
-        self.cache.lock().map_err(|_| {
-            Error::Store("registry cache poisoned by a panic in another thread".into())
-        })
+    /// The backend, for reads outside a snapshot.
+    fn reads(&self) -> &dyn BackendRead {
+        &*self.backend
     }
 
-    /// Applies registry records appended since the cache was last refreshed.
-    fn refresh_registry(&self) -> Result<Registry, Error> {
-        let mut guard = self.lock_cache()?;
-        let cache = &mut *guard;
-        catch_up(
-            &self.store,
-            Arc::make_mut(&mut cache.registry),
-            &mut cache.next,
-        )?;
-        Ok(Registry::clone(&cache.registry))
-    }
-
-    /// The registry and the distrust records, both refreshed from the log: snapshots shared
-    /// with the cache, not copies.
-    fn refresh_registry_and_distrust(
-        &self,
-    ) -> Result<(Arc<Registry>, Arc<distrusted::DistrustLog>), Error> {
-        let mut guard = self.lock_cache()?;
-        let cache = &mut *guard;
-        catch_up(
-            &self.store,
-            Arc::make_mut(&mut cache.registry),
-            &mut cache.next,
-        )?;
-        Arc::make_mut(&mut cache.distrust).catch_up(&self.store)?;
-        Ok((Arc::clone(&cache.registry), Arc::clone(&cache.distrust)))
+    /// The backend (the unchecked-access feature).
+    #[cfg(feature = "unchecked-store-access")]
+    pub(crate) fn backend_ref(&self) -> &dyn Backend {
+        &*self.backend
     }
 }
 
 /// The settings of an initialised store, as its settings table holds them (unchecked against
 /// the genesis record: [`Memory::open`] checks them, an audit reports a difference).
-pub(crate) fn stored_settings(store: &dyn StoreRead) -> Result<Settings, Error> {
+pub(crate) fn stored_settings(store: &dyn BackendRead) -> Result<Settings, Error> {
     let get = |k: &str| -> Result<String, Error> {
         store.setting(k)?.ok_or_else(|| {
-            Error::Store(format!(
-                "the store is not initialised (setting `{k}` missing): run `memlineage init`"
-            ))
+            StoreState::NotInitialised {
+                missing: k.to_string(),
+            }
+            .into()
         })
+    };
+    let bad = |k: &str, e: String| {
+        Error::integrity(IntegrityCheck::Settings, format!("setting {k}: {e}"))
     };
     Ok(Settings {
         origin: get("origin")?,
         tau: get("tau")?
             .parse::<Weight>()
-            .map_err(|e| Error::Integrity(format!("setting tau: {e}")))?,
+            .map_err(|e| bad("tau", e.to_string()))?,
         fallback: get("fallback")?
             .parse::<Fallback>()
-            .map_err(|e| Error::Integrity(format!("setting fallback: {e}")))?,
+            .map_err(|e| bad("fallback", e.to_string()))?,
     })
 }
 
 /// The store's label rule as signed into the genesis record (index 0): the genesis body's τ
 /// and fallback are the store's settings (`docs/formats.md`, "Store settings"), so the unsigned
 /// settings table can be checked against the log.
-pub(crate) fn genesis_rule(reader: &dyn StoreRead) -> Result<LabelRule, Error> {
+pub(crate) fn genesis_rule(reader: &dyn BackendRead) -> Result<LabelRule, Error> {
     let stored = reader.entry_by_index(0)?.ok_or_else(|| {
-        Error::Store("the log has no genesis record: run `memlineage init`".into())
+        Error::integrity(
+            IntegrityCheck::Genesis,
+            "the log has no genesis record: run `memlineage init`",
+        )
     })?;
-    let entry = SignedEntry::from_leaf(&stored.leaf)?;
+    let entry = read::decode_stored(&stored)?;
     let body = entry.body();
     if body.kind != memlineage_core::entry::EntryKind::Registry {
-        return Err(Error::Integrity(format!(
-            "the entry at index 0 is a {} record, not the genesis registry record",
-            body.kind
-        )));
+        return Err(Error::integrity(
+            IntegrityCheck::Genesis,
+            format!(
+                "the entry at index 0 is a {} record, not the genesis registry record",
+                body.kind
+            ),
+        ));
     }
     Ok(LabelRule::new(body.tau, body.fallback))
-}
-
-/// Replays registry records with index ≥ `next` into `registry`, advancing `next`.
-fn catch_up(reader: &dyn StoreRead, registry: &mut Registry, next: &mut u64) -> Result<(), Error> {
-    for rec in reader.registry_records(*next)? {
-        let index = rec.index;
-        let entry = SignedEntry::from_leaf(&rec.leaf)?;
-        if entry.body().kind != memlineage_core::entry::EntryKind::Registry {
-            return Err(Error::Integrity(format!(
-                "the entry at index {index} is indexed as a registry record but its signed kind is {} (run `memlineage verify`)",
-                entry.body().kind
-            )));
-        }
-        if memlineage_core::Hash256::of(&rec.content) != entry.body().content_hash {
-            return Err(Error::Integrity(format!(
-                "registry record at index {index} does not match its signed content hash"
-            )));
-        }
-        let change = RegistryChange::from_content(&rec.content)?;
-        verify_registry_signature(registry, index, &entry, &change)?;
-        registry.apply(index, &entry, &change)?;
-        *next = index + 1;
-    }
-    Ok(())
-}
-
-/// A registry record's signature: genesis is checked against the key it registers, later
-/// records against the operator's key at that index.
-fn verify_registry_signature(
-    registry: &Registry,
-    index: u64,
-    entry: &SignedEntry,
-    change: &RegistryChange,
-) -> Result<(), Error> {
-    match (registry.operator(), change) {
-        (None, RegistryChange::Add { key, .. }) => entry.verify_signature(key)?,
-        _ => {
-            let body = entry.body();
-            let (_, key) = registry.signer_at(&body.writer, &body.key_id, index)?;
-            entry.verify_signature(key)?;
-        }
-    }
-    Ok(())
 }

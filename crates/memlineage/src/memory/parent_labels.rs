@@ -4,7 +4,7 @@
 //! each read from the parent's leaf, decoded strictly, its body hashing to the parent id
 //! (`retrieve.rs`). A result set of eight has about sixteen distinct parents; one store read
 //! each was an eighth of a retrieval. [`ParentLabels::prefetch`] reads the leaves of all of
-//! them at once (`StoreRead::entries_by_id`, one SQL statement), before the checks; each is
+//! them at once (`BackendRead::entries_by_id`, one SQL statement), before the checks; each is
 //! still decoded and checked when — and only if — a label check needs it, exactly as a single
 //! read would be. A parent the batch did not cover (the read failed, or the list was longer
 //! than [`PREFETCH_MAX`]) is read on its own when needed, so errors land where they did.
@@ -15,7 +15,7 @@
 
 use super::EntryView;
 use crate::error::Error;
-use crate::store::{Store, StoredEntry};
+use crate::store::{BackendRead, StoredEntry};
 use memlineage_core::EntryId;
 use memlineage_core::label::TrustLabel;
 use std::collections::HashMap;
@@ -25,16 +25,16 @@ use std::collections::HashMap;
 const PREFETCH_MAX: usize = 256;
 
 /// Signed labels by entry id, for one retrieval.
-pub(super) struct ParentLabels<'s, S: Store> {
-    store: &'s S,
+pub(super) struct ParentLabels<'s> {
+    store: &'s dyn BackendRead,
     /// Labels decoded so far (returned entries and parents).
     labels: HashMap<EntryId, TrustLabel>,
     /// Parents read ahead and not yet decoded (`None`: not in the log).
     read_ahead: HashMap<EntryId, Option<StoredEntry>>,
 }
 
-impl<'s, S: Store> ParentLabels<'s, S> {
-    pub(super) fn new(store: &'s S) -> Self {
+impl<'s> ParentLabels<'s> {
+    pub(super) fn new(store: &'s dyn BackendRead) -> Self {
         ParentLabels {
             store,
             labels: HashMap::new(),

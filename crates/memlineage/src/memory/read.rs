@@ -1,8 +1,8 @@
 //! Reading entries, proofs and checkpoints.
 
 use super::Memory;
-use crate::error::Error;
-use crate::store::{Store, StoredEntry};
+use crate::error::{Error, InputError, IntegrityCheck, IntegrityError};
+use crate::store::{BackendRead, NoteRow, StoredEntry};
 use memlineage_core::checkpoint::{self, Checkpoint, NoteVerifier};
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::label::TrustLabel;
@@ -27,16 +27,33 @@ pub struct EntryView {
     pub forgotten_by: Option<EntryId>,
 }
 
+/// Decodes a stored leaf strictly; a leaf that does not decode is an integrity error naming
+/// the entry (its message is the decoder's, which names the fault).
+pub(crate) fn decode_stored(stored: &StoredEntry) -> Result<SignedEntry, Error> {
+    SignedEntry::from_leaf(&stored.leaf).map_err(|e| {
+        IntegrityError::new(IntegrityCheck::LeafDecode, e.to_string())
+            .at(stored.index)
+            .entry(stored.id)
+            .into()
+    })
+}
+
 impl EntryView {
     pub(crate) fn from_stored(stored: StoredEntry) -> Result<EntryView, Error> {
-        let entry = SignedEntry::from_leaf(&stored.leaf)?;
+        let entry = decode_stored(&stored)?;
         if entry.id() != stored.id {
-            return Err(Error::Integrity(format!(
-                "entry at index {} is indexed as {} but its body hashes to {}",
-                stored.index,
-                stored.id,
-                entry.id()
-            )));
+            return Err(IntegrityError::new(
+                IntegrityCheck::EntryId,
+                format!(
+                    "entry at index {} is indexed as {} but its body hashes to {}",
+                    stored.index,
+                    stored.id,
+                    entry.id()
+                ),
+            )
+            .at(stored.index)
+            .entry(stored.id)
+            .into());
         }
         let label = entry.body().label;
         Ok(EntryView {
@@ -82,16 +99,16 @@ impl serde::Serialize for Hash256Hex {
     }
 }
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// An entry by id.
     pub fn get(&self, id: &EntryId) -> Result<EntryView, Error> {
-        let stored = self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
+        let stored = self.reads().entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
         EntryView::from_stored(stored)
     }
 
     /// Entries with index in `[start, start + limit)`.
     pub fn log(&self, start: u64, limit: u64) -> Result<Vec<EntryView>, Error> {
-        self.store
+        self.reads()
             .entries(start, limit)?
             .into_iter()
             .map(EntryView::from_stored)
@@ -100,13 +117,12 @@ impl<S: Store> Memory<S> {
 
     /// Number of entries in the log.
     pub fn size(&self) -> Result<u64, Error> {
-        self.store.size()
+        self.reads().size()
     }
 
     /// The root of the tree of the first `size` leaves, from O(log n) stored nodes.
     pub fn root_at(&self, size: u64) -> Result<Hash256, Error> {
-        let nodes = merkle::root_nodes(size);
-        Ok(merkle::root_from_nodes(&self.nodes_exact(&nodes)?))
+        root_at_in(self.reads(), size)
     }
 
     /// An inclusion proof for `id` in the tree of `size` leaves (default: the current size),
@@ -116,63 +132,13 @@ impl<S: Store> Memory<S> {
         id: &EntryId,
         size: Option<u64>,
     ) -> Result<InclusionProof, Error> {
-        let stored = self.store.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
+        let r = self.backend.snapshot()?;
+        let stored = r.entry_by_id(id)?.ok_or(Error::NotFound(*id))?;
         let size = match size {
             Some(s) => s,
-            None => self.store.size()?,
+            None => r.size()?,
         };
-        self.inclusion_at(stored.index, &stored.leaf, size)
-    }
-
-    pub(crate) fn inclusion_at(
-        &self,
-        index: u64,
-        leaf: &[u8],
-        size: u64,
-    ) -> Result<InclusionProof, Error> {
-        self.inclusion_of_hash(index, merkle::leaf_hash(leaf), size)
-    }
-
-    /// [`inclusion_at`](Self::inclusion_at) from the leaf hash: the path nodes and the root
-    /// nodes of `size` in one store read, the root folded from them, the path verified
-    /// against it.
-    pub(crate) fn inclusion_of_hash(
-        &self,
-        index: u64,
-        leaf_hash: Hash256,
-        size: u64,
-    ) -> Result<InclusionProof, Error> {
-        let plan = merkle::inclusion_plan(index, size)?;
-        let roots = merkle::root_nodes(size);
-        let fetched = self.nodes_exact(&[plan.nodes(), &roots].concat())?;
-        let (path_nodes, root_nodes) = fetched.split_at(plan.nodes().len());
-        let path = plan.assemble(path_nodes)?;
-        let root = merkle::root_from_nodes(root_nodes);
-        merkle::verify_inclusion(&leaf_hash, index, size, &path, &root)?;
-        Ok(InclusionProof {
-            index,
-            size,
-            leaf_hash: Hash256Hex(leaf_hash),
-            root: Hash256Hex(root),
-            path: path.into_iter().map(Hash256Hex).collect(),
-        })
-    }
-
-    /// The stored hashes of `ids`, in order; a store that answers with another number of
-    /// hashes is an integrity error, never a slice out of bounds.
-    pub(crate) fn nodes_exact(
-        &self,
-        ids: &[memlineage_core::merkle::NodeId],
-    ) -> Result<Vec<Hash256>, Error> {
-        let hashes = self.store.nodes(ids)?;
-        if hashes.len() != ids.len() {
-            return Err(Error::Integrity(format!(
-                "the store returned {} Merkle nodes for {} requested",
-                hashes.len(),
-                ids.len()
-            )));
-        }
-        Ok(hashes)
+        inclusion_of_hash(&*r, stored.index, merkle::leaf_hash(&stored.leaf), size)
     }
 
     /// A consistency proof between tree sizes `old` and `new`, with both roots. The proof is
@@ -183,21 +149,21 @@ impl<S: Store> Memory<S> {
         old: u64,
         new: u64,
     ) -> Result<(Hash256, Hash256, Vec<Hash256>), Error> {
-        let size = self.store.size()?;
+        let r = self.backend.snapshot()?;
+        let size = r.size()?;
         if new > size {
-            return Err(Error::Invalid(format!(
-                "tree size {new} is larger than the log ({size} entries)"
-            )));
+            return Err(InputError::TreeSize { asked: new, size }.into());
         }
         let plan = merkle::consistency_plan(old, new)?;
         let (old_nodes, new_nodes) = (merkle::root_nodes(old), merkle::root_nodes(new));
-        let fetched = self.nodes_exact(&[plan.nodes(), &old_nodes, &new_nodes].concat())?;
+        let fetched = nodes_exact(&*r, &[plan.nodes(), &old_nodes, &new_nodes].concat())?;
         let (proof_nodes, rest) = fetched.split_at(plan.nodes().len());
         let (old_fetched, new_fetched) = rest.split_at(old_nodes.len());
         let proof = plan.assemble(proof_nodes)?;
         let old_root = merkle::root_from_nodes(old_fetched);
         let new_root = merkle::root_from_nodes(new_fetched);
-        merkle::verify_consistency(old, new, &old_root, &new_root, &proof)?;
+        merkle::verify_consistency(old, new, &old_root, &new_root, &proof)
+            .map_err(|e| Error::integrity(IntegrityCheck::MerkleNode, e.to_string()))?;
         Ok((old_root, new_root, proof))
     }
 
@@ -206,23 +172,29 @@ impl<S: Store> Memory<S> {
     pub fn checkpoint(&self) -> Result<String, Error> {
         let op = self.operator()?;
         let key = self.keys.get(&op)?;
-        let size = self.store.size()?;
-        let cp = Checkpoint::new(&self.settings.origin, size, self.root_at(size)?);
+        let (size, root) = {
+            let r = self.backend.snapshot()?;
+            let size = r.size()?;
+            (size, root_at_in(&*r, size)?)
+        };
+        let cp = Checkpoint::new(&self.settings.origin, size, root);
         let note = checkpoint::sign_checkpoint(&cp, &self.settings.origin, &key)?;
-        self.store.save_checkpoint(size, &note)?;
+        self.backend
+            .save_checkpoint(&NoteRow::new(size, note.clone()))?;
         Ok(note)
     }
 
     /// The latest signed checkpoint, verified against the operator's keys (any key the
     /// operator has held) and against the stored tree. `None` when none was ever made.
     pub fn latest_checkpoint(&self) -> Result<Option<Checkpoint>, Error> {
-        let Some(note) = self.store.latest_checkpoint()? else {
+        let registry = self.refresh_registry()?;
+        let r = self.backend.snapshot()?;
+        let Some(note) = r.latest_checkpoint()? else {
             return Ok(None);
         };
-        let cp = self.open_checkpoint_note(&note, &self.refresh_registry()?)?;
-        let size = self.store.size()?;
-        check_checkpoint_size(&cp, size)?;
-        check_checkpoint_root(&cp, self.root_at(cp.size)?)?;
+        let cp = self.open_checkpoint_note(&note, &registry)?;
+        check_checkpoint_size(&cp, r.size()?)?;
+        check_checkpoint_root(&cp, root_at_in(&*r, cp.size)?)?;
         Ok(Some(cp))
     }
 
@@ -238,7 +210,9 @@ impl<S: Store> Memory<S> {
         let op = registry
             .operator()
             .and_then(|o| registry.get(o))
-            .ok_or_else(|| Error::Store("the log has no genesis record".into()))?;
+            .ok_or_else(|| {
+                Error::integrity(IntegrityCheck::Genesis, "the log has no genesis record")
+            })?;
         let origin = &self.settings.origin;
         let mut last_err = None;
         for k in op.keys.iter().rev() {
@@ -251,30 +225,39 @@ impl<S: Store> Memory<S> {
             match opened {
                 Ok(cp) => {
                     if cp.origin != *origin {
-                        return Err(Error::Integrity(format!(
-                            "checkpoint origin `{}` is not this log's `{origin}`",
-                            cp.origin
-                        )));
+                        return Err(Error::integrity(
+                            IntegrityCheck::Checkpoint,
+                            format!(
+                                "checkpoint origin `{}` is not this log's `{origin}`",
+                                cp.origin
+                            ),
+                        ));
                     }
                     return Ok(cp);
                 }
                 Err(e) => last_err = Some(e),
             }
         }
-        Err(Error::Integrity(format!(
-            "the latest checkpoint is not signed by the operator: {}",
-            last_err.map_or_else(|| "no operator key".to_string(), |e| e.to_string())
-        )))
+        Err(Error::integrity(
+            IntegrityCheck::Checkpoint,
+            format!(
+                "the latest checkpoint is not signed by the operator: {}",
+                last_err.map_or_else(|| "no operator key".to_string(), |e| e.to_string())
+            ),
+        ))
     }
 }
 
 /// A signed checkpoint may not cover more entries than the log has.
 pub(crate) fn check_checkpoint_size(cp: &Checkpoint, size: u64) -> Result<(), Error> {
     if cp.size > size {
-        return Err(Error::Integrity(format!(
-            "the signed checkpoint covers {} entries but the log has only {size}: entries were removed",
-            cp.size
-        )));
+        return Err(Error::integrity(
+            IntegrityCheck::Checkpoint,
+            format!(
+                "the signed checkpoint covers {} entries but the log has only {size}: entries were removed",
+                cp.size
+            ),
+        ));
     }
     Ok(())
 }
@@ -282,10 +265,65 @@ pub(crate) fn check_checkpoint_size(cp: &Checkpoint, size: u64) -> Result<(), Er
 /// The stored tree of the checkpoint's size must have the signed root.
 pub(crate) fn check_checkpoint_root(cp: &Checkpoint, stored_root: Hash256) -> Result<(), Error> {
     if stored_root != cp.root {
-        return Err(Error::Integrity(format!(
-            "the stored tree of size {} has root {stored_root}, but the signed checkpoint says {}",
-            cp.size, cp.root
-        )));
+        return Err(Error::integrity(
+            IntegrityCheck::Checkpoint,
+            format!(
+                "the stored tree of size {} has root {stored_root}, but the signed checkpoint says {}",
+                cp.size, cp.root
+            ),
+        ));
     }
     Ok(())
+}
+
+/// The root of the tree of the first `size` leaves, from O(log n) stored nodes read by `r`.
+pub(crate) fn root_at_in(r: &dyn BackendRead, size: u64) -> Result<Hash256, Error> {
+    let nodes = merkle::root_nodes(size);
+    Ok(merkle::root_from_nodes(&nodes_exact(r, &nodes)?))
+}
+
+/// An inclusion proof of the leaf with hash `leaf_hash` at `index` in the tree of `size`
+/// leaves: the path nodes and the root nodes in one read, the root folded from them, the path
+/// verified against it.
+pub(crate) fn inclusion_of_hash(
+    r: &dyn BackendRead,
+    index: u64,
+    leaf_hash: Hash256,
+    size: u64,
+) -> Result<InclusionProof, Error> {
+    let plan = merkle::inclusion_plan(index, size)?;
+    let roots = merkle::root_nodes(size);
+    let fetched = nodes_exact(r, &[plan.nodes(), &roots].concat())?;
+    let (path_nodes, root_nodes) = fetched.split_at(plan.nodes().len());
+    let path = plan.assemble(path_nodes)?;
+    let root = merkle::root_from_nodes(root_nodes);
+    merkle::verify_inclusion(&leaf_hash, index, size, &path, &root)
+        .map_err(|e| IntegrityError::new(IntegrityCheck::MerkleNode, e.to_string()).at(index))?;
+    Ok(InclusionProof {
+        index,
+        size,
+        leaf_hash: Hash256Hex(leaf_hash),
+        root: Hash256Hex(root),
+        path: path.into_iter().map(Hash256Hex).collect(),
+    })
+}
+
+/// The stored hashes of `ids`, in order; a store that answers with another number of hashes
+/// is an integrity error, never a slice out of bounds.
+pub(crate) fn nodes_exact(
+    r: &dyn BackendRead,
+    ids: &[memlineage_core::merkle::NodeId],
+) -> Result<Vec<Hash256>, Error> {
+    let hashes = r.nodes(ids)?;
+    if hashes.len() != ids.len() {
+        return Err(Error::integrity(
+            IntegrityCheck::MerkleNode,
+            format!(
+                "the store returned {} Merkle nodes for {} requested",
+                hashes.len(),
+                ids.len()
+            ),
+        ));
+    }
+    Ok(hashes)
 }

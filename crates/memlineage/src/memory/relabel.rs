@@ -11,8 +11,9 @@
 //! append with [`Error::StaleLabel`]; the write path re-labels, re-signs and retries.
 
 use super::distrusted::DistrustLog;
+use super::stage::Effect;
 use crate::error::Error;
-use crate::store::{Effect, NewRecord, StoreRead};
+use crate::store::{BackendRead, NewRecord};
 use memlineage_core::EntryId;
 use memlineage_core::entry::EntryKind;
 use memlineage_core::label::TrustLabel;
@@ -39,7 +40,7 @@ impl<'c> LabelGuard<'c> {
     /// `labels_seen` is the log size up to which distrust records had been replayed when the
     /// labels were computed (`None`: unknown, recheck every label).
     pub(super) fn new(
-        reader: &dyn StoreRead,
+        reader: &dyn BackendRead,
         cached: &'c DistrustLog,
         labels_seen: Option<u64>,
         records: &[NewRecord],
@@ -67,7 +68,7 @@ impl<'c> LabelGuard<'c> {
     /// class and its parents' effective labels require as of the transaction.
     pub(super) fn check(
         &self,
-        reader: &dyn StoreRead,
+        reader: &dyn BackendRead,
         registry: &Registry,
         index: u64,
         rec: &NewRecord,

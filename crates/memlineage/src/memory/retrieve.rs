@@ -13,17 +13,24 @@
 //! check is dropped, reported in [`Retrieval::dropped`], and never rendered. Forgotten entries
 //! and control records are never returned.
 //!
+//! A retrieval reads through one read snapshot of the backend (one read transaction): the
+//! candidates, the registry and distrust records, the checkpoint, the proofs' nodes and the
+//! parents' leaves all come from one consistent state of the log. When it must sign a fresh
+//! checkpoint first, it ends the snapshot, signs, and reads on from a new one.
+//!
 //! What only `verify` checks is listed in `docs/store.md`.
 
 use super::anchor::Anchor;
+use super::control::operator_of;
 use super::distrusted::DistrustLog;
 use super::effective::EffectiveWalk;
 use super::parent_labels::ParentLabels;
-use super::read::{check_checkpoint_root, check_checkpoint_size};
+use super::read::{check_checkpoint_root, check_checkpoint_size, root_at_in};
+use super::registry::Replayed;
 use super::signature_helper;
 use super::{EntryView, Memory};
-use crate::error::Error;
-use crate::store::{Store, StoredEntry};
+use crate::error::{Error, Refusal};
+use crate::store::{BackendRead, SearchTerms, StoredEntry};
 use memlineage_core::checkpoint::Checkpoint;
 use memlineage_core::entry::Scope;
 use memlineage_core::keys::{self, BatchItem, Domain};
@@ -94,11 +101,16 @@ fn rendered_entry(v: &EntryView) -> RenderedEntry {
     }
 }
 
-impl<S: Store> Memory<S> {
+/// A read snapshot of the backend, for one retrieval.
+type Snapshot<'m> = Box<dyn BackendRead + 'm>;
+
+impl Memory {
     /// Full-text search (BM25) within `scope` and below, verified and rendered.
     pub fn search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Retrieval, Error> {
-        let indices = self.store.search(query, scope.as_str(), limit)?;
-        self.retrieve_indices(indices, scope)
+        let terms = SearchTerms::parse(query);
+        let snap = self.backend.snapshot()?;
+        let indices = snap.text_index().search(&terms, scope, limit)?;
+        self.retrieve_in(snap, indices, scope)
     }
 
     /// Reads the entries an index found (leaf indices, best first) and verifies them for a
@@ -106,13 +118,24 @@ impl<S: Store> Memory<S> {
     /// index found them, the checks are the same, so an index outside the handle (or a
     /// tampered one) can only choose and order candidates.
     pub fn retrieve_indices(&self, indices: Vec<u64>, scope: &Scope) -> Result<Retrieval, Error> {
+        let snap = self.backend.snapshot()?;
+        self.retrieve_in(snap, indices, scope)
+    }
+
+    /// [`Memory::retrieve_indices`] within a snapshot the caller already holds.
+    pub(crate) fn retrieve_in(
+        &self,
+        snap: Snapshot<'_>,
+        indices: Vec<u64>,
+        scope: &Scope,
+    ) -> Result<Retrieval, Error> {
         let mut candidates = Vec::with_capacity(indices.len());
         let mut dropped = Vec::new();
-        let mut batch = batch_read(indices.len(), self.store.entries_by_index(&indices));
+        let mut batch = batch_read(indices.len(), snap.entries_by_index(&indices));
         for index in indices {
             let stored = match &mut batch {
                 Some(all) => all.next().flatten(),
-                None => self.store.entry_by_index(index)?,
+                None => snap.entry_by_index(index)?,
             };
             match stored {
                 Some(stored) => candidates.push(stored),
@@ -123,18 +146,19 @@ impl<S: Store> Memory<S> {
                 }),
             }
         }
-        self.verify_for_prompt(candidates, dropped, Some(scope), Forgotten::Skip)
+        self.verify_for_prompt(snap, candidates, dropped, Some(scope), Forgotten::Skip)
     }
 
     /// Verifies and renders the given entries, in the order given (the active context of a
     /// session, or the gate's context).
     pub fn recall(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
+        let snap = self.backend.snapshot()?;
         let candidates = ids
             .iter()
-            .zip(self.entries_by_id(ids))
+            .zip(entries_by_id(&*snap, ids))
             .map(|(id, stored)| stored?.ok_or(Error::NotFound(*id)))
             .collect::<Result<Vec<_>, Error>>()?;
-        self.verify_for_prompt(candidates, Vec::new(), None, Forgotten::Skip)
+        self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Skip)
     }
 
     /// Verifies the given entries like [`Memory::recall`], *including* forgotten ones (their
@@ -142,35 +166,24 @@ impl<S: Store> Memory<S> {
     /// examine every ancestor of a context entry but never renders one into a prompt. Entries
     /// missing from the log are left out.
     pub(crate) fn recall_lineage(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
-        let candidates = self
-            .entries_by_id(ids)
+        let snap = self.backend.snapshot()?;
+        let candidates = entries_by_id(&*snap, ids)
             .filter_map(Result::transpose)
             .collect::<Result<Vec<_>, Error>>()?;
-        self.verify_for_prompt(candidates, Vec::new(), None, Forgotten::Include)
-    }
-
-    /// The entries `ids`, in order (each `None` when not in the log), from one batched store
-    /// read; when that read fails or answers the wrong number, one read per id as the
-    /// iterator advances, so that errors are those of single reads, in the same order.
-    fn entries_by_id<'a>(
-        &'a self,
-        ids: &'a [EntryId],
-    ) -> impl Iterator<Item = Result<Option<StoredEntry>, Error>> + 'a {
-        let mut batch = batch_read(ids.len(), self.store.entries_by_id(ids));
-        ids.iter().map(move |id| match &mut batch {
-            Some(all) => Ok(all.next().flatten()),
-            None => self.store.entry_by_id(id),
-        })
+        self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Include)
     }
 
     fn verify_for_prompt(
         &self,
+        snap: Snapshot<'_>,
         candidates: Vec<StoredEntry>,
         mut dropped: Vec<Dropped>,
         scope: Option<&Scope>,
         forgotten: Forgotten,
     ) -> Result<Retrieval, Error> {
-        let (registry, distrust) = self.refresh_registry_and_distrust()?;
+        let Replayed {
+            registry, distrust, ..
+        } = self.refresh_registry_and_distrust(&*snap)?;
         // Every candidate decoded first: their signatures go to the helper thread at once, to
         // be verified beside all the other checks (`signature_helper.rs`); the signed labels of
         // all returned entries are known and the leaves of all their other parents are read in
@@ -183,33 +196,39 @@ impl<S: Store> Memory<S> {
             .collect();
         let pending = self.signatures.start(signature_items(&decoded, &registry));
         let store_rule = self.store_rule();
-        let mut walk = EffectiveWalk::new(&self.store, &registry, &distrust, store_rule)?;
         // The checkpoint the proofs anchor to; refreshed when this process holds the operator
         // key and entries were written since the last one.
-        let mut checkpoint = self.signed_checkpoint_for(&registry)?;
+        let mut snap = snap;
+        let mut checkpoint = self.signed_checkpoint_for(&*snap, &registry)?;
         let uncovered = indices
             .iter()
             .any(|i| checkpoint.as_ref().is_none_or(|cp| *i >= cp.size));
-        if uncovered && self.operator().is_ok_and(|op| self.keys.contains(&op)) {
+        if uncovered && operator_of(&registry).is_ok_and(|op| self.keys.contains(&op)) {
             // The checkpoint being replaced must still match the log, as before a refresh.
             if let Some(cp) = &checkpoint {
-                check_checkpoint_size(cp, self.store.size()?)?;
-                check_checkpoint_root(cp, self.root_at(cp.size)?)?;
+                check_checkpoint_size(cp, snap.size()?)?;
+                check_checkpoint_root(cp, root_at_in(&*snap, cp.size)?)?;
             }
+            // Signing writes: the snapshot ends first, and the reads go on from a new one.
+            drop(snap);
             self.checkpoint()?;
-            checkpoint = self.signed_checkpoint_for(&self.refresh_registry()?)?;
+            snap = self.backend.snapshot()?;
+            let now = self.refresh_registry_and_distrust(&*snap)?;
+            checkpoint = self.signed_checkpoint_for(&*snap, &now.registry)?;
         }
+        let snap = &*snap;
+        let mut walk = EffectiveWalk::new(snap, &registry, &distrust, store_rule)?;
         // Read after the note: a checkpoint saved meanwhile is covered by it.
-        let size = self.store.size()?;
+        let size = snap.size()?;
         if let Some(cp) = &checkpoint {
             check_checkpoint_size(cp, size)?;
         }
         let live = decoded.iter().map(|d| d.index);
         let anchor = match &checkpoint {
-            Some(cp) => Some(Anchor::new(self, cp, live)?),
+            Some(cp) => Some(Anchor::new(snap, cp, live)?),
             None => None,
         };
-        let mut signed_labels = ParentLabels::new(&self.store);
+        let mut signed_labels = ParentLabels::new(snap);
         for d in &decoded {
             if let Ok(body) = d.view.as_ref().map(|v| v.entry.body())
                 && !body.kind.is_control()
@@ -372,9 +391,10 @@ impl<S: Store> Memory<S> {
     /// caller's (`Anchor::new` checks the root).
     fn signed_checkpoint_for(
         &self,
+        reader: &dyn BackendRead,
         registry: &memlineage_core::principal::Registry,
     ) -> Result<Option<Checkpoint>, Error> {
-        match self.store.latest_checkpoint()? {
+        match reader.latest_checkpoint()? {
             Some(note) => self.open_checkpoint_note(&note, registry).map(Some),
             None => Ok(None),
         }
@@ -388,11 +408,14 @@ impl<S: Store> Memory<S> {
         registry: &memlineage_core::principal::Registry,
         distrust: &DistrustLog,
         view: &EntryView,
-        signed_labels: &mut ParentLabels<'_, S>,
+        signed_labels: &mut ParentLabels<'_>,
     ) -> Result<TrustLabel, Error> {
         let body = view.entry.body();
         if registry.get(&body.writer).is_none() {
-            return Err(Error::Invalid(format!("unknown writer `{}`", body.writer)));
+            return Err(Refusal::NotRegistered {
+                name: body.writer.clone(),
+            }
+            .into());
         }
         let class = distrust.class_at(registry, &body.writer, view.index);
         let mut edges = Vec::with_capacity(body.parents.len());
@@ -414,7 +437,21 @@ impl<S: Store> Memory<S> {
     }
 }
 
-/// The entries of one batched store read (`StoreRead::entries_by_index`, `entries_by_id`),
+/// The entries `ids`, in order (each `None` when not in the log), from one batched store read;
+/// when that read fails or answers the wrong number, one read per id as the iterator advances,
+/// so that errors are those of single reads, in the same order.
+fn entries_by_id<'a>(
+    reader: &'a dyn BackendRead,
+    ids: &'a [EntryId],
+) -> impl Iterator<Item = Result<Option<StoredEntry>, Error>> + 'a {
+    let mut batch = batch_read(ids.len(), reader.entries_by_id(ids));
+    ids.iter().map(move |id| match &mut batch {
+        Some(all) => Ok(all.next().flatten()),
+        None => reader.entry_by_id(id),
+    })
+}
+
+/// The entries of one batched store read (`BackendRead::entries_by_index`, `entries_by_id`),
 /// when it succeeded with one answer per key asked; `None` otherwise, and the caller then
 /// reads one key at a time as before the batch, so that an error is the one the first
 /// failing single read reports, at the same point.

@@ -104,7 +104,7 @@ pub(super) fn sign_pipelined(
         for h in handles {
             per_thread.push(
                 h.join()
-                    .unwrap_or_else(|_| Err(Error::Store("a signing thread panicked".into())))?,
+                    .unwrap_or_else(|_| Err(Error::internal("a signing thread panicked")))?,
             );
         }
         drafted?;
@@ -120,7 +120,7 @@ fn interleave(per_thread: Vec<Vec<Signed>>, count: usize) -> Result<Vec<Signed>,
     let mut out = Vec::with_capacity(count);
     for i in 0..count {
         let next = iters.get_mut(i % k).and_then(Iterator::next);
-        out.push(next.ok_or_else(|| Error::Store("a signing thread lost an entry".into()))?);
+        out.push(next.ok_or_else(|| Error::internal("a signing thread lost an entry"))?);
     }
     Ok(out)
 }
@@ -179,11 +179,11 @@ mod tests {
     fn a_failed_draft_fails_the_batch() {
         let result = sign_pipelined(10, 2, |i| {
             if i == 6 {
-                Err(Error::Invalid("no".into()))
+                Err(crate::error::InputError::EmptyContent.into())
             } else {
                 Ok(draft(i as u64))
             }
         });
-        assert!(matches!(result, Err(Error::Invalid(_))));
+        assert!(matches!(result, Err(Error::Input(_))));
     }
 }

@@ -1,20 +1,23 @@
 //! Writing entries: label at write time (O(parents)), sign (large batches on all cores),
 //! append with group commit.
 
+use super::Memory;
 use super::distrusted::DistrustLog;
+use super::read::decode_stored;
+use super::registry::{Replayed, catch_up, verify_registry_signature};
 use super::relabel::LabelGuard;
 use super::signing::{Draft, PARALLEL_SIGNING_MIN, Signed, sign_pipelined, signing_threads};
-use super::{Memory, catch_up, verify_registry_signature};
-use crate::error::Error;
-use crate::store::{Effect, NewRecord, Store, StoreRead};
+use super::stage::{self, Effect};
+use crate::error::{Error, InputError, Refusal, StoreState};
+use crate::store::{AppendGuard, BackendRead, NewRecord};
 use ed25519_dalek::VerifyingKey;
-use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope, SignedEntry};
+use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope};
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, RegistryChange, Tombstone};
 use memlineage_core::rule::{LabelRule, bounded_label};
 use memlineage_core::trust::ParentEdge;
-use memlineage_core::{EntryId, Hash256};
+use memlineage_core::{AttributionName, EntryId, Hash256, PrincipalName};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteRequest {
     /// The writer principal (its secret key must be in the keyring).
-    pub writer: String,
+    pub writer: PrincipalName,
     /// Scope.
     pub scope: Scope,
     /// Kind.
@@ -37,7 +40,7 @@ pub struct WriteRequest {
     /// Parents with weights (any order; duplicates keep the highest weight).
     pub parents: Vec<Parent>,
     /// The attribution algorithm that produced the weights.
-    pub attribution: String,
+    pub attribution: AttributionName,
     /// τ for this entry (default: the store's).
     pub tau: Option<Weight>,
     /// Fallback for this entry (default: the store's).
@@ -48,16 +51,20 @@ pub struct WriteRequest {
 
 impl WriteRequest {
     /// A root entry of `kind` with `content`, in the default scope.
-    pub fn new(writer: &str, kind: EntryKind, content: impl Into<Vec<u8>>) -> WriteRequest {
+    pub fn new(
+        writer: &PrincipalName,
+        kind: EntryKind,
+        content: impl Into<Vec<u8>>,
+    ) -> WriteRequest {
         WriteRequest {
-            writer: writer.to_string(),
+            writer: writer.clone(),
             scope: Scope::default(),
             kind,
             content: content.into(),
             source_hash: None,
             context_hash: None,
             parents: Vec::new(),
-            attribution: "none".to_string(),
+            attribution: AttributionName::NONE,
             tau: None,
             fallback: None,
             metadata: BTreeMap::new(),
@@ -69,9 +76,9 @@ impl WriteRequest {
         self
     }
     /// Sets the parents and the algorithm that weighted them.
-    pub fn with_parents(mut self, parents: Vec<Parent>, attribution: &str) -> Self {
+    pub fn with_parents(mut self, parents: Vec<Parent>, attribution: AttributionName) -> Self {
         self.parents = parents;
-        self.attribution = attribution.to_string();
+        self.attribution = attribution;
         self
     }
     /// Sets h_src.
@@ -108,12 +115,12 @@ pub struct Written {
     pub label: TrustLabel,
 }
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// Writes one entry durably and returns its id.
     pub fn write(&self, req: WriteRequest) -> Result<Written, Error> {
         let mut out = self.write_batch(vec![req])?;
         out.pop()
-            .ok_or_else(|| Error::Store("append returned nothing".into()))
+            .ok_or_else(|| Error::internal("append returned nothing"))
     }
 
     /// Writes many entries in one transaction with one fsync (group commit). Entries may name
@@ -150,7 +157,10 @@ impl<S: Store> Memory<S> {
                     tracing::debug!(attempt, "labels changed during the write: {stale}");
                     attempt += 1;
                     previous = records.iter().map(|r| r.entry.id()).collect();
-                    reqs = records.into_iter().map(request_of).collect();
+                    reqs = records
+                        .into_iter()
+                        .map(request_of)
+                        .collect::<Result<_, _>>()?;
                 }
             }
         }
@@ -164,7 +174,9 @@ impl<S: Store> Memory<S> {
         reqs: Vec<WriteRequest>,
         previous: &[EntryId],
     ) -> Result<Attempt, Error> {
-        let (registry, distrust) = self.refresh_registry_and_distrust()?;
+        let Replayed {
+            registry, distrust, ..
+        } = self.refresh_registry_and_distrust(self.reads())?;
         let labels_seen = distrust.next();
         let mut batch = BatchIds {
             previous,
@@ -182,7 +194,7 @@ impl<S: Store> Memory<S> {
             let signed = sign_pipelined(count, threads, |i| {
                 let req = reqs
                     .next()
-                    .ok_or_else(|| Error::Store("a batch request went missing".into()))?;
+                    .ok_or_else(|| Error::internal("a batch request went missing"))?;
                 let draft = self.draft(&registry, &distrust, batch.rename(req), &batch.labels)?;
                 let id = draft.id()?;
                 batch.note(i, id, draft.body.label);
@@ -194,9 +206,7 @@ impl<S: Store> Memory<S> {
                 .zip(&ids)
                 .any(|(s, id)| s.record.entry.id() != *id)
             {
-                return Err(Error::Integrity(
-                    "an entry's id changed when it was signed".into(),
-                ));
+                return Err(Error::internal("an entry's id changed when it was signed"));
             }
             signed
         } else {
@@ -212,7 +222,7 @@ impl<S: Store> Memory<S> {
         };
         let (records, signers): (Vec<NewRecord>, Vec<VerifyingKey>) =
             signed.into_iter().map(|s| (s.record, s.signer)).unzip();
-        match self.append_records(&records, &signers, Some(labels_seen)) {
+        match self.append_records(&records, &signers, Some(labels_seen), Vec::new()) {
             Ok(written) => {
                 self.labels.extend(written.iter().map(|w| (w.id, w.label)));
                 Ok(Ok(written))
@@ -233,27 +243,32 @@ impl<S: Store> Memory<S> {
         batch: &HashMap<EntryId, TrustLabel>,
     ) -> Result<Draft, Error> {
         if req.content.is_empty() && !req.kind.is_control() {
-            return Err(Error::Invalid(
-                "the content is empty: an entry must hold at least one byte (nothing was written)"
-                    .into(),
-            ));
+            return Err(InputError::EmptyContent.into());
+        }
+        let name = req.writer.as_str();
+        let principal = registry.get(name).ok_or_else(|| Refusal::NotRegistered {
+            name: name.to_string(),
+        })?;
+        if let Some(at) = principal.revoked_at {
+            return Err(Refusal::Revoked {
+                name: name.to_string(),
+                at,
+                reason: principal.revoke_reason.clone(),
+            }
+            .into());
         }
         let (key, key_id) = self.keys.get_with_id(&req.writer)?;
-        let principal = registry.get(&req.writer).ok_or_else(|| {
-            Error::Invalid(format!(
-                "principal `{}` is not registered (add it with `memlineage principal add`)",
-                req.writer
-            ))
-        })?;
-        if principal.current_key().map(|k| k.key_id) != Some(key_id) {
-            return Err(Error::Invalid(format!(
-                "the loaded key of `{}` is not its current registered key (revoked or rotated)",
-                req.writer
-            )));
+        let current = principal.current_key().map(|k| k.key_id);
+        if current != Some(key_id) {
+            return Err(Refusal::KeyNotCurrent {
+                name: name.to_string(),
+                current,
+            }
+            .into());
         }
         // Entries logged after a distrust record names their writer take an external writer's
         // label (`EXTERNAL`); the guard re-checks this at the entry's index.
-        let class = distrust.class_at(registry, &req.writer, u64::MAX);
+        let class = distrust.class_at(registry, name, u64::MAX);
         let mut parents = req.parents;
         EntryBody::normalise_parents(&mut parents);
         let mut edges = Vec::with_capacity(parents.len());
@@ -273,9 +288,10 @@ impl<S: Store> Memory<S> {
             req.fallback.unwrap_or(store_rule.fallback),
         );
         if let Some(laxer) = rule.laxer_than(store_rule) {
-            return Err(Error::Invalid(format!(
-                "refused: the entry's {laxer}; a per-entry override may only be stricter (τ at most the store's, and strict when the store is strict), so that no writer can choose a lower label"
-            )));
+            return Err(Refusal::LaxerRule {
+                laxer: laxer.to_string(),
+            }
+            .into());
         }
         let (tau, fallback) = (rule.tau, rule.fallback);
         let label = bounded_label(class, &edges, rule, store_rule).label;
@@ -286,7 +302,7 @@ impl<S: Store> Memory<S> {
         };
         let body = EntryBody {
             scope: req.scope,
-            writer: req.writer,
+            writer: req.writer.into(),
             key_id,
             kind: req.kind,
             content_hash: Hash256::of(&req.content),
@@ -294,7 +310,7 @@ impl<S: Store> Memory<S> {
             source_hash: req.source_hash,
             context_hash: req.context_hash,
             parents,
-            attribution: req.attribution,
+            attribution: req.attribution.as_str().to_string(),
             tau,
             fallback,
             label,
@@ -319,7 +335,7 @@ impl<S: Store> Memory<S> {
             return Ok(label);
         }
         let labels = self
-            .store
+            .reads()
             .labels_by_id(id)?
             .ok_or(Error::UnknownParent(*id))?;
         self.labels.extend([(*id, labels.signed)]);
@@ -327,10 +343,10 @@ impl<S: Store> Memory<S> {
     }
 
     /// The effective label of a stored entry: the signed label, raised by any distrust
-    /// ([`StoreRead::labels_by_id`]: no leaf is read).
+    /// ([`BackendRead::labels_by_id`]: no leaf is read).
     pub fn effective_label(&self, id: &EntryId) -> Result<TrustLabel, Error> {
         Ok(self
-            .store
+            .reads()
             .labels_by_id(id)?
             .ok_or(Error::UnknownParent(*id))?
             .effective_label())
@@ -338,8 +354,12 @@ impl<S: Store> Memory<S> {
 
     /// Appends records signed elsewhere in this crate; the guard re-validates all of them
     /// inside the transaction.
-    pub(super) fn append(&self, records: Vec<NewRecord>) -> Result<Vec<Written>, Error> {
-        self.append_records(&records, &[], None)
+    pub(super) fn append(
+        &self,
+        records: Vec<NewRecord>,
+        settings: Vec<(String, String)>,
+    ) -> Result<Vec<Written>, Error> {
+        self.append_records(&records, &[], None, settings)
     }
 
     /// Appends records; the guard re-validates them inside the transaction, against the
@@ -356,25 +376,35 @@ impl<S: Store> Memory<S> {
     ///
     /// `labels_seen` is the log size up to which distrust records had been replayed when the
     /// labels were computed (`None`: recheck every label); see [`LabelGuard`].
+    ///
+    /// `settings` are recorded with the batch: only the genesis batch of [`Memory::init`] has
+    /// any, and then the log must still be empty and hold no settings.
     fn append_records(
         &self,
         records: &[NewRecord],
         prepared: &[VerifyingKey],
         labels_seen: Option<u64>,
+        settings: Vec<(String, String)>,
     ) -> Result<Vec<Written>, Error> {
         let store_rule = self.store_rule();
-        let mut cache = self.lock_cache()?;
+        // The cache is not held while the backend runs (`registry.rs`, "Lock order").
+        let cached = self.cache.get()?;
         let mut new_registry: Option<(Registry, u64)> = None;
         let mut new_distrust: Option<DistrustLog> = None;
-        let mut guard = |reader: &dyn StoreRead, first: u64, recs: &[NewRecord]| {
+        let recs = records;
+        let mut check = |reader: &dyn BackendRead, first: u64| {
+            if !settings.is_empty() && (first != 0 || reader.setting("origin")?.is_some()) {
+                return Err(StoreState::AlreadyInitialised.into());
+            }
             let mut labels =
-                LabelGuard::new(reader, &cache.distrust, labels_seen, recs, store_rule)?;
+                LabelGuard::new(reader, &cached.distrust, labels_seen, recs, store_rule)?;
             // The cached registry is cloned only when it changes: records appended by another
             // writer since it was refreshed, or a registry record in this batch.
-            let mut registry = Cow::Borrowed(&*cache.registry);
-            let mut next = cache.next;
-            if !reader.registry_records(next)?.is_empty() {
-                catch_up(reader, registry.to_mut(), &mut next)?;
+            let mut registry = Cow::Borrowed(&*cached.registry);
+            let mut next = cached.next;
+            let fresh = reader.control_records(EntryKind::Registry, next)?;
+            if !fresh.is_empty() {
+                catch_up(&fresh, registry.to_mut(), &mut next)?;
             }
             let mut in_batch: HashMap<EntryId, usize> = HashMap::new();
             let mut effects = Vec::new();
@@ -385,7 +415,7 @@ impl<S: Store> Memory<S> {
                 let signer = prepared.get(offset);
                 if signer.is_none() {
                     if body.content_hash != Hash256::of(&rec.content) {
-                        return Err(Error::Invalid("content does not match its hash".into()));
+                        return Err(Refusal::ContentMismatch.into());
                     }
                     for p in &body.parents {
                         if !in_batch.contains_key(&p.id) && reader.entry_by_id(&p.id)?.is_none() {
@@ -406,10 +436,7 @@ impl<S: Store> Memory<S> {
                         entry.verify_signature(key)?;
                     }
                     if body.kind.is_control() && principal.class != TrustClass::Trusted {
-                        return Err(Error::Invalid(format!(
-                            "only trusted principals may write {} records",
-                            body.kind
-                        )));
+                        return Err(Refusal::NotTrusted { kind: body.kind }.into());
                     }
                     labels.check(reader, &registry, index, rec)?;
                     let caused = control_effects(reader, rec, &registry, store_rule)?;
@@ -422,15 +449,21 @@ impl<S: Store> Memory<S> {
                 new_registry = Some((registry, next));
             }
             new_distrust = labels.into_distrust();
-            Ok(effects)
+            stage::build(reader, first, recs, &effects, settings.clone())
         };
-        let first = self.store.append(records, &mut guard)?;
-        if let Some((registry, next)) = new_registry {
-            cache.registry = Arc::new(registry);
-            cache.next = next;
-        }
-        if let Some(distrust) = new_distrust {
-            cache.distrust = Arc::new(distrust);
+        let first = self.backend.append(&mut AppendGuard::new(&mut check))?;
+        // Embeddings at write time, when a model is attached (derived data: `semantic.rs`).
+        self.index_written();
+        if new_registry.is_some() || new_distrust.is_some() {
+            let (registry, next) = match new_registry {
+                Some((r, next)) => (Arc::new(r), next),
+                None => (cached.registry, cached.next),
+            };
+            self.cache.offer(Replayed {
+                registry,
+                next,
+                distrust: new_distrust.map_or(cached.distrust, Arc::new),
+            })?;
         }
         Ok(records
             .iter()
@@ -446,7 +479,7 @@ impl<S: Store> Memory<S> {
 
 /// The derived-state changes of a tombstone or distrust record.
 fn control_effects(
-    reader: &dyn StoreRead,
+    reader: &dyn BackendRead,
     rec: &NewRecord,
     registry: &Registry,
     store_rule: LabelRule,
@@ -458,12 +491,9 @@ fn control_effects(
             let target = reader
                 .entry_by_id(&t.target)?
                 .ok_or(Error::NotFound(t.target))?;
-            let target_entry = SignedEntry::from_leaf(&target.leaf)?;
+            let target_entry = decode_stored(&target)?;
             if target_entry.body().kind.is_control() {
-                return Err(Error::Invalid(
-                    "control records (registry, tombstone, distrust, gate decision) cannot be forgotten"
-                        .into(),
-                ));
+                return Err(Refusal::ControlNotForgettable.into());
             }
             Ok(vec![Effect::Forget {
                 target: t.target,
@@ -520,20 +550,22 @@ pub const RELABEL_ATTEMPTS: u32 = 4;
 
 /// The request that produced `rec`, to label and sign it again (its τ and fallback as
 /// resolved; its creation time is taken afresh).
-fn request_of(rec: NewRecord) -> WriteRequest {
+fn request_of(rec: NewRecord) -> Result<WriteRequest, Error> {
     let NewRecord { entry, content, .. } = rec;
     let body = entry.body().clone();
-    WriteRequest {
-        writer: body.writer,
+    Ok(WriteRequest {
+        writer: PrincipalName::try_from(body.writer)
+            .map_err(|e| Error::internal(format!("a drafted entry's writer: {e}")))?,
         scope: body.scope,
         kind: body.kind,
         content,
         source_hash: body.source_hash,
         context_hash: body.context_hash,
         parents: body.parents,
-        attribution: body.attribution,
+        attribution: AttributionName::try_from(body.attribution)
+            .map_err(|e| Error::internal(format!("a drafted entry's attribution: {e}")))?,
         tau: Some(body.tau),
         fallback: Some(body.fallback),
         metadata: body.metadata,
-    }
+    })
 }

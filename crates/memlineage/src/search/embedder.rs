@@ -28,7 +28,7 @@ impl TextEmbedder for memlineage_models::Embedder {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, Error> {
         memlineage_models::Embedder::embed(self, texts)
-            .map_err(|e| Error::Invalid(format!("embedding model: {e}")))
+            .map_err(|e| Error::Unavailable(format!("embedding model: {e}")))
     }
 }
 
@@ -37,6 +37,6 @@ impl TextEmbedder for memlineage_models::Embedder {
 #[cfg(feature = "models")]
 pub fn load_default_embedder() -> Result<std::sync::Arc<dyn TextEmbedder>, Error> {
     let e = memlineage_models::Embedder::load_default()
-        .map_err(|e| Error::Invalid(format!("embedding model: {e}")))?;
+        .map_err(|e| Error::Unavailable(format!("embedding model: {e}")))?;
     Ok(std::sync::Arc::new(e))
 }

@@ -8,7 +8,8 @@
 //!   so the work per query follows the number of blocks that can matter, not the number of
 //!   matches;
 //! - [`vector`]: the approximate nearest-neighbour index of entry embeddings (HNSW);
-//! - [`fusion`]: reciprocal rank fusion of several rankings (hybrid retrieval).
+//! - [`fusion`]: reciprocal rank fusion of several rankings (hybrid retrieval);
+//! - [`stored`]: the stored form of entry embeddings and its binding to the entry.
 //!
 //! `docs/retrieval.md` describes the algorithms and their measurements.
 
@@ -16,6 +17,7 @@ pub mod embedder;
 pub mod fusion;
 pub mod lexical;
 pub mod mode;
+pub mod stored;
 pub mod vector;
 
 pub use embedder::TextEmbedder;

@@ -1,10 +1,16 @@
-//! Shared test fixtures: a store with an operator, a trusted agent and an external source, on
-//! either backend, and `both_stores!`, which runs a behaviour test on each backend.
-#![allow(dead_code)]
+//! Shared test fixtures: a store with an operator, two trusted and two external principals, on
+//! any backend; the backends every behaviour test runs on (`all_stores!`); and a delegating
+//! backend wrapper (`delegate_backend!`) for wrappers that edit or fail what they forward.
+#![allow(dead_code, unused_macros, unused_imports)]
+
+pub mod backends;
 
 use ed25519_dalek::SigningKey;
-use memlineage::store::Store;
-use memlineage::{Memory, Settings, SqliteStore, StepClock, WriteRequest, Written};
+use memlineage::store::Backend;
+use memlineage::{
+    AttributionName, IntoBackend, Memory, PrincipalName, Settings, SqliteStore, StepClock,
+    WriteRequest, Written,
+};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent};
 use memlineage_core::keys;
@@ -12,29 +18,34 @@ use memlineage_core::label::{Fallback, TrustClass, Weight};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
+/// A principal name (test literals are valid names).
+pub fn p(name: &str) -> PrincipalName {
+    PrincipalName::new(name).unwrap()
+}
+
 pub fn key(seed: u64) -> SigningKey {
     keys::generate(&mut ChaCha20Rng::seed_from_u64(seed))
 }
 
 /// The default (strict) label rule on `store`.
-pub fn setup_with<S: Store>(store: S) -> Memory<S> {
+pub fn setup_with(store: impl IntoBackend) -> Memory {
     setup_with_settings(store, Settings::with_origin("test.local/log"))
 }
 
 /// The label rule `fallback` (τ 0.5) on `store`.
-pub fn setup_with_fallback<S: Store>(store: S, fallback: Fallback) -> Memory<S> {
+pub fn setup_with_fallback(store: impl IntoBackend, fallback: Fallback) -> Memory {
     let mut settings = Settings::with_origin("test.local/log");
     settings.fallback = fallback;
     setup_with_settings(store, settings)
 }
 
 /// A store whose label rule is the paper's permissive fallback (τ 0.5).
-pub fn setup_permissive() -> Memory<SqliteStore> {
+pub fn setup_permissive() -> Memory {
     setup_with_fallback(SqliteStore::in_memory().unwrap(), Fallback::Permissive)
 }
 
-pub fn setup_with_settings<S: Store>(store: S, settings: Settings) -> Memory<S> {
-    let mem = Memory::init(store, settings, "operator", key(1))
+pub fn setup_with_settings(store: impl IntoBackend, settings: Settings) -> Memory {
+    let mem = Memory::init(store, settings, &p("operator"), key(1))
         .unwrap()
         .with_clock(StepClock::new(1_700_000_000_000, 1000));
     for (name, class, seed) in [
@@ -44,13 +55,14 @@ pub fn setup_with_settings<S: Store>(store: S, settings: Settings) -> Memory<S> 
         ("email", TrustClass::External, 5),
     ] {
         let k = key(seed);
-        mem.add_principal(name, class, &k.verifying_key()).unwrap();
-        mem.keys().insert(name, k);
+        mem.add_principal(&p(name), class, &k.verifying_key())
+            .unwrap();
+        mem.keys().insert(&p(name), k);
     }
     mem
 }
 
-pub fn setup() -> Memory<SqliteStore> {
+pub fn setup() -> Memory {
     setup_with(SqliteStore::in_memory().unwrap())
 }
 
@@ -60,7 +72,7 @@ pub fn w(s: &str) -> Weight {
 
 /// A derived entry by `writer` with explicit weighted parents.
 pub fn derived(writer: &str, text: &str, parents: &[(EntryId, &str)]) -> WriteRequest {
-    WriteRequest::new(writer, EntryKind::Derived, text).with_parents(
+    WriteRequest::new(&p(writer), EntryKind::Derived, text).with_parents(
         parents
             .iter()
             .map(|(id, wt)| Parent {
@@ -68,22 +80,22 @@ pub fn derived(writer: &str, text: &str, parents: &[(EntryId, &str)]) -> WriteRe
                 weight: w(wt),
             })
             .collect(),
-        "explicit",
+        AttributionName::EXPLICIT,
     )
 }
 
 /// Two agent notes that match "vault"; returns the first, which the tampering tests edit to
 /// "the vault code is 9999" behind the handle.
-pub fn write_vault_notes<S: Store>(mem: &Memory<S>) -> Written {
+pub fn write_vault_notes(mem: &Memory) -> Written {
     let a = mem
         .write(WriteRequest::new(
-            "agent",
+            &p("agent"),
             EntryKind::Observation,
             "the vault code is 1234",
         ))
         .unwrap();
     mem.write(WriteRequest::new(
-        "agent",
+        &p("agent"),
         EntryKind::Observation,
         "the vault is in Zurich",
     ))
@@ -93,7 +105,7 @@ pub fn write_vault_notes<S: Store>(mem: &Memory<S>) -> Written {
 
 /// After `edited` (from `write_vault_notes`) was edited: retrieval drops it for its content,
 /// returns the other note, and never renders the edited text.
-pub fn assert_edited_vault_note_dropped<S: Store>(mem: &Memory<S>, edited: &EntryId) {
+pub fn assert_edited_vault_note_dropped(mem: &Memory, edited: &EntryId) {
     let r = mem.search("vault", &Default::default(), 10).unwrap();
     assert_eq!(r.entries.len(), 1);
     assert_eq!(r.dropped.len(), 1);
@@ -106,34 +118,39 @@ pub fn assert_edited_vault_note_dropped<S: Store>(mem: &Memory<S>, edited: &Entr
     assert!(!r.rendered.contains("9999"));
 }
 
-/// For each named `fn name<S: Store>(store: fn() -> S)` of the calling file, a test
-/// `sqlite::name` on `SqliteStore::in_memory()` and a test `memory::name` on `MemoryStore`.
-/// `store` makes a fresh, empty store of the backend each time it is called.
-#[allow(unused_macros)]
-macro_rules! both_stores {
+/// For each named `fn name(store: fn() -> Box<dyn Backend>)` of the calling file, one test per
+/// backend: `sqlite_file::name` (a database file in a temporary directory), `sqlite_mem::name`
+/// (SQLite in memory) and `memory::name` (the in-memory store). `store` makes a fresh, empty
+/// store of the backend each time it is called.
+macro_rules! all_stores {
     ($($name:ident),+ $(,)?) => {
-        /// The behaviour tests on the SQLite store (in memory).
-        mod sqlite {
-            fn store() -> memlineage::SqliteStore {
-                memlineage::SqliteStore::in_memory().unwrap()
-            }
+        /// The tests on an SQLite file.
+        mod sqlite_file {
             $(
                 #[test]
                 fn $name() {
-                    super::$name(store);
+                    super::$name(crate::common::backends::sqlite_file);
                 }
             )+
         }
-        /// The same tests on the in-memory store.
+        /// The tests on SQLite in memory.
+        mod sqlite_mem {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(crate::common::backends::sqlite_mem);
+                }
+            )+
+        }
+        /// The tests on the in-memory store.
         mod memory {
             $(
                 #[test]
                 fn $name() {
-                    super::$name(memlineage::store::MemoryStore::new);
+                    super::$name(crate::common::backends::memory);
                 }
             )+
         }
     };
 }
-#[allow(unused_imports)]
-pub(crate) use both_stores;
+pub(crate) use all_stores;

@@ -19,7 +19,7 @@ use super::labels::Labels;
 use super::{CHUNK, Problems};
 use crate::error::Error;
 use crate::memory::effective::{ParentLabels, effective_label};
-use crate::store::{IndexRow, StoreRead, StoredEntry};
+use crate::store::{BackendRead, IndexRow, StoredEntry};
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::rule::LabelRule;
 use std::collections::HashMap;
@@ -53,7 +53,7 @@ impl Derived {
     /// the chunk's entries must already be noted by pass 1; effective labels are noted here.
     pub(super) fn chunk(
         &mut self,
-        store: &dyn StoreRead,
+        store: &dyn BackendRead,
         labels: &mut Labels,
         rows: &[StoredEntry],
         decoded: &[Option<&SignedEntry>],
@@ -72,7 +72,7 @@ impl Derived {
 
     fn entry(
         &mut self,
-        store: &dyn StoreRead,
+        store: &dyn BackendRead,
         labels: &mut Labels,
         row: &StoredEntry,
         entry: &SignedEntry,
@@ -205,7 +205,7 @@ impl Derived {
 /// (pass 1's, when the facts read ahead from the kind index differed from them). `labels`
 /// holds pass 1's signed labels; the effective labels are recomputed.
 pub(super) fn audit_again(
-    store: &dyn StoreRead,
+    store: &dyn BackendRead,
     labels: &mut Labels,
     derived: &mut Derived,
 ) -> Result<(), Error> {

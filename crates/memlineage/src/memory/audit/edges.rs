@@ -2,7 +2,7 @@
 //!
 //! Every edge a signed parent list implies — `(parent, child, weight)` for each decoded child
 //! and each parent that is an entry of the log — is looked up in the store as the audit meets
-//! the child, a chunk at a time ([`StoreRead::edge_weights`]), and counted. When all are found
+//! the child, a chunk at a time ([`BackendRead::edge_weights`]), and counted. When all are found
 //! with their signed weights and the store holds exactly that many edges, the table is exactly
 //! the signed edges: the `(parent, child)` key is unique, so the edges found are distinct and an
 //! equal count leaves room for no other. This needs memory for one chunk, not for every
@@ -15,7 +15,7 @@
 
 use super::{CHUNK, Problems};
 use crate::error::Error;
-use crate::store::StoreRead;
+use crate::store::BackendRead;
 use memlineage_core::EntryId;
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::label::Weight;
@@ -53,7 +53,7 @@ impl EdgeAudit {
     }
 
     /// Looks up the edges met since the last call.
-    pub(super) fn flush(&mut self, store: &dyn StoreRead) -> Result<(), Error> {
+    pub(super) fn flush(&mut self, store: &dyn BackendRead) -> Result<(), Error> {
         if self.pending.is_empty() || !self.exact {
             self.pending.clear();
             return Ok(());
@@ -76,7 +76,7 @@ impl EdgeAudit {
 
     /// True when the table holds exactly the signed edges; false when it must be compared
     /// parent by parent.
-    pub(super) fn finish(mut self, store: &dyn StoreRead) -> Result<bool, Error> {
+    pub(super) fn finish(mut self, store: &dyn BackendRead) -> Result<bool, Error> {
         self.flush(store)?;
         Ok(self.exact && store.edge_count()? == Some(self.found))
     }
@@ -85,7 +85,7 @@ impl EdgeAudit {
 /// The parent-by-parent comparison: for every entry of the log, its stored edges (to children
 /// whose leaf decodes to their indexed id) against the edges the signed parent lists of those
 /// children imply.
-pub(super) fn audit_exact(store: &dyn StoreRead, problems: &mut Problems) -> Result<(), Error> {
+pub(super) fn audit_exact(store: &dyn BackendRead, problems: &mut Problems) -> Result<(), Error> {
     let total = store.size()?;
     let mut children: HashMap<EntryId, Vec<(EntryId, Weight)>> = HashMap::new();
     let mut order: Vec<(u64, EntryId)> = Vec::new();

@@ -5,13 +5,13 @@
 use super::Pass1;
 use crate::error::Error;
 use crate::memory::Memory;
-use crate::store::Store;
+
 use ed25519_dalek::VerifyingKey;
 use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::rule::{LabelRule, required_label};
 use memlineage_core::trust::ParentEdge;
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// Signer, registry, label rule and label of one decoded entry; control-record facts.
     /// Returns the key to verify its signature with, when it is not a registry record.
     pub(super) fn check_entry(
@@ -85,7 +85,7 @@ impl<S: Store> Memory<S> {
         let body = entry.body();
         let mut edges = Vec::with_capacity(body.parents.len());
         for parent in &body.parents {
-            match p.labels.find(&self.store, &parent.id, index)? {
+            match p.labels.find(self.reads(), &parent.id, index)? {
                 Some(found) => edges.push(ParentEdge {
                     label: found.signed,
                     weight: parent.weight,

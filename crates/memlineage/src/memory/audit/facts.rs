@@ -15,8 +15,8 @@
 
 use crate::error::Error;
 use crate::memory::distrusted::DistrustLog;
-use crate::memory::verify_registry_signature;
-use crate::store::{RegistryRecord, StoreRead};
+use crate::memory::registry::verify_registry_signature;
+use crate::store::{BackendRead, ControlRecord};
 use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, RegistryChange, Tombstone};
@@ -56,8 +56,12 @@ impl LogFacts {
         entry: &SignedEntry,
         content: Option<&[u8]>,
     ) -> Result<(), Error> {
-        let content =
-            content.ok_or_else(|| Error::Integrity("registry record without content".into()))?;
+        let content = content.ok_or_else(|| {
+            crate::error::Error::integrity(
+                crate::error::IntegrityCheck::ControlRecord,
+                "registry record without content",
+            )
+        })?;
         let change = RegistryChange::from_content(content)?;
         verify_registry_signature(&self.registry, index, entry, &change)?;
         self.registry.apply(index, entry, &change)?;
@@ -101,8 +105,8 @@ impl LogFacts {
     /// order; tombstones and distrust records with a signer valid at their index and content
     /// matching their hash). `None` when the store cannot list them (a listed record without
     /// content is an error there): the derived state is then audited in a second pass.
-    pub(super) fn from_kind_index(store: &dyn StoreRead) -> Option<LogFacts> {
-        let mut records: Vec<RegistryRecord> = store.registry_records(0).ok()?;
+    pub(super) fn from_kind_index(store: &dyn BackendRead) -> Option<LogFacts> {
+        let mut records: Vec<ControlRecord> = store.control_records(EntryKind::Registry, 0).ok()?;
         records.extend(store.control_records(EntryKind::Tombstone, 0).ok()?);
         records.extend(store.control_records(EntryKind::Distrust, 0).ok()?);
         records.sort_by_key(|r| r.index);

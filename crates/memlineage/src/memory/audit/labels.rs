@@ -17,7 +17,7 @@
 //! id (≈ 350 MiB at 10^6 entries with the maps it replaced).
 
 use crate::error::Error;
-use crate::store::StoreRead;
+use crate::store::BackendRead;
 use memlineage_core::EntryId;
 use memlineage_core::entry::SignedEntry;
 use memlineage_core::label::TrustLabel;
@@ -183,7 +183,7 @@ impl Labels {
     /// The entry with body id `id` logged before `before`, if pass 1 decoded one.
     pub(super) fn find(
         &self,
-        store: &dyn StoreRead,
+        store: &dyn BackendRead,
         id: &EntryId,
         before: u64,
     ) -> Result<Option<Found>, Error> {

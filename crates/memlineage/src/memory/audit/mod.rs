@@ -44,7 +44,7 @@ mod tree_checks;
 
 use super::Memory;
 use crate::error::Error;
-use crate::store::{Store, StoredEntry};
+use crate::store::StoredEntry;
 use derived::Derived;
 use facts::LogFacts;
 use labels::Labels;
@@ -137,11 +137,11 @@ struct Pass1 {
     checkpoint_size: Option<u64>,
 }
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// Audits the whole store; `progress(done, total)` is called after every chunk of pass 1.
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<AuditReport, Error> {
-        let total = self.store.size()?;
-        let cp_note = self.store.latest_checkpoint()?;
+        let total = self.reads().size()?;
+        let cp_note = self.reads().latest_checkpoint()?;
         let mut p = Pass1 {
             report: AuditReport::default(),
             out: Problems::default(),
@@ -154,14 +154,14 @@ impl<S: Store> Memory<S> {
             root_at_checkpoint: None,
             checkpoint_size: cp_note.as_deref().and_then(checkpoint_size),
         };
-        let ahead = LogFacts::from_kind_index(&self.store);
+        let ahead = LogFacts::from_kind_index(self.reads());
         let mut derived = ahead.map(|f| Derived::new(f, self.store_rule()));
         let examined = std::thread::scope(|scope| -> Result<u64, Error> {
             let mut pending: Option<signatures::Pending<'_>> = None;
             let mut start = 0;
             let mut examined = 0;
             while start < total {
-                let rows = self.store.entries(start, CHUNK)?;
+                let rows = self.reads().entries(start, CHUNK)?;
                 let Some(last) = rows.last().map(|r| r.index) else {
                     p.out.problem(
                         Some(start),
@@ -175,10 +175,10 @@ impl<S: Store> Memory<S> {
                 };
                 let checked = self.check_chunk(&mut p, &rows)?;
                 if let Some(d) = derived.as_mut() {
-                    let copies = self.store.index_rows(start, CHUNK)?;
+                    let copies = self.reads().index_rows(start, CHUNK)?;
                     let decoded: Vec<Option<&SignedEntry>> =
                         checked.decoded.iter().map(Option::as_ref).collect();
-                    d.chunk(&self.store, &mut p.labels, &rows, &decoded, copies)?;
+                    d.chunk(self.reads(), &mut p.labels, &rows, &decoded, copies)?;
                 }
                 self.compare_nodes(&mut p)?;
                 if p.tree_ok {
@@ -214,13 +214,13 @@ impl<S: Store> Memory<S> {
             _ => {
                 let facts = std::mem::take(&mut p.facts);
                 let mut again = Derived::new(facts, self.store_rule());
-                derived::audit_again(&self.store, &mut p.labels, &mut again)?;
+                derived::audit_again(self.reads(), &mut p.labels, &mut again)?;
                 again
             }
         };
-        let exact = std::mem::take(&mut derived.edges).finish(&self.store)?;
+        let exact = std::mem::take(&mut derived.edges).finish(self.reads())?;
         if !exact {
-            edges::audit_exact(&self.store, &mut derived.problems)?;
+            edges::audit_exact(self.reads(), &mut derived.problems)?;
         }
         p.facts = std::mem::take(&mut derived.facts);
         derived.problems.report_into(&mut p.report);
@@ -289,8 +289,8 @@ impl<S: Store> Memory<S> {
             );
             return Ok(());
         };
-        let tau = self.store.setting("tau")?;
-        let fallback = self.store.setting("fallback")?;
+        let tau = self.reads().setting("tau")?;
+        let fallback = self.reads().setting("fallback")?;
         let parsed = (
             tau.as_deref().and_then(|t| t.parse::<Weight>().ok()),
             fallback.as_deref().and_then(|f| f.parse::<Fallback>().ok()),

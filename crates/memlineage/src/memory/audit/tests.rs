@@ -4,25 +4,29 @@
 
 use crate::memory::{Memory, Settings, WriteRequest};
 use crate::{SqliteStore, StepClock};
-use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent};
 use memlineage_core::keys;
 use memlineage_core::label::{TrustClass, Weight};
 use memlineage_core::records::DistrustTarget;
+use memlineage_core::{AttributionName, EntryId, PrincipalName};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+
+fn p(name: &str) -> PrincipalName {
+    PrincipalName::new(name).unwrap()
+}
 
 fn key(seed: u64) -> ed25519_dalek::SigningKey {
     keys::generate(&mut ChaCha20Rng::seed_from_u64(seed))
 }
 
 /// A file store of roots and derived entries whose parents lie 40 to 120 entries back.
-fn store(dir: &tempfile::TempDir) -> (Memory<SqliteStore>, Vec<EntryId>) {
+fn store(dir: &tempfile::TempDir) -> (Memory, Vec<EntryId>) {
     let path = dir.path().join("s.db");
     let mem = Memory::init(
         SqliteStore::open(&path).unwrap(),
         Settings::with_origin("test.local/audit"),
-        "operator",
+        &p("operator"),
         key(1),
     )
     .unwrap()
@@ -32,17 +36,18 @@ fn store(dir: &tempfile::TempDir) -> (Memory<SqliteStore>, Vec<EntryId>) {
         ("web", TrustClass::External, 3),
     ] {
         let k = key(seed);
-        mem.add_principal(name, class, &k.verifying_key()).unwrap();
-        mem.keys().insert(name, k);
+        mem.add_principal(&p(name), class, &k.verifying_key())
+            .unwrap();
+        mem.keys().insert(&p(name), k);
     }
     let mut ids = Vec::new();
     for i in 0..160usize {
         let req = if i < 40 {
             let who = if i % 3 == 0 { "web" } else { "agent" };
-            WriteRequest::new(who, EntryKind::Observation, format!("root {i}"))
+            WriteRequest::new(&p(who), EntryKind::Observation, format!("root {i}"))
         } else {
             let w = |bp| Weight::from_bp(bp).unwrap();
-            WriteRequest::new("agent", EntryKind::Derived, format!("derived {i}")).with_parents(
+            WriteRequest::new(&p("agent"), EntryKind::Derived, format!("derived {i}")).with_parents(
                 vec![
                     Parent {
                         id: ids[i - 40],
@@ -53,7 +58,7 @@ fn store(dir: &tempfile::TempDir) -> (Memory<SqliteStore>, Vec<EntryId>) {
                         weight: w(6000),
                     },
                 ],
-                "explicit",
+                AttributionName::EXPLICIT,
             )
         };
         ids.push(mem.write(req).unwrap().id);
@@ -65,7 +70,7 @@ fn sql(dir: &tempfile::TempDir) -> rusqlite::Connection {
     rusqlite::Connection::open(dir.path().join("s.db")).unwrap()
 }
 
-fn reasons(mem: &Memory<SqliteStore>) -> Vec<String> {
+fn reasons(mem: &Memory) -> Vec<String> {
     let report = mem.verify(&mut |_, _| {}).unwrap();
     assert_eq!(report.problem_count as usize, report.problems.len());
     report.problems.into_iter().map(|p| p.reason).collect()
@@ -132,7 +137,7 @@ fn a_hidden_distrust_record_is_still_applied() {
     let dir = tempfile::tempdir().unwrap();
     let (mem, ids) = store(&dir);
     let d = mem
-        .distrust("operator", DistrustTarget::Entry(ids[1]), "bad source")
+        .distrust(&p("operator"), DistrustTarget::Entry(ids[1]), "bad source")
         .unwrap();
     let c = sql(&dir);
     let raised: i64 = c

@@ -5,11 +5,11 @@
 use super::{GAP_BRIDGED, GAP_LISTED, Pass1, tree};
 use crate::error::Error;
 use crate::memory::Memory;
-use crate::store::Store;
+
 use memlineage_core::Hash256;
 use memlineage_core::merkle::NodeId;
 
-impl<S: Store> Memory<S> {
+impl Memory {
     /// Reports the leaf indices missing before `next` and bridges the tree over them.
     pub(super) fn gap(&self, p: &mut Pass1, next: u64) -> Result<(), Error> {
         let from = p.tree.size();
@@ -48,7 +48,7 @@ impl<S: Store> Memory<S> {
         for i in from..next {
             // The stored leaf hash keeps the tree aligned; without it the leaf is unknown.
             let stored = self
-                .store
+                .reads()
                 .nodes(&[NodeId::leaf(i)])
                 .ok()
                 .and_then(|h| h.first().copied());
@@ -74,14 +74,15 @@ impl<S: Store> Memory<S> {
             return Ok(());
         }
         let ids: Vec<NodeId> = completed.iter().map(|(n, _)| *n).collect();
-        let stored: Vec<Option<Hash256>> = match self.nodes_exact(&ids) {
+        let stored: Vec<Option<Hash256>> = match super::super::read::nodes_exact(self.reads(), &ids)
+        {
             Ok(hashes) => hashes.into_iter().map(Some).collect(),
             // Some node is missing or malformed (or the store answered with the wrong number
             // of nodes): fetch one by one to name it.
             Err(_) => ids
                 .iter()
                 .map(|n| {
-                    self.store
+                    self.reads()
                         .nodes(&[*n])
                         .ok()
                         .and_then(|h| h.first().copied())

@@ -16,17 +16,12 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 /// The largest scratch buffer [`SearchIndex::insert`] keeps between calls (elements).
 const SCRATCH_KEEP: usize = 4096;
-/// The most query terms considered (as in the SQLite store).
-pub const MAX_QUERY_TERMS: usize = 64;
+use crate::store::text::SearchTerms;
+#[cfg(test)]
+use crate::store::text::tokens;
 
-/// The terms of `text`, in order, with repeats.
-pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .map(str::to_lowercase)
-}
-
-/// Calls `f` with each term of `text`, in order: the terms of [`tokens`], without allocating
+/// Calls `f` with each term of `text`, in order: the terms of
+/// [`tokens`](crate::store::text::tokens), without allocating
 /// one string per term (`lower` is scratch space for the terms that need folding).
 fn each_token(text: &str, lower: &mut String, mut f: impl FnMut(&str)) {
     let ascii = text.is_ascii();
@@ -168,10 +163,15 @@ impl SearchIndex {
     }
 
     /// The best `limit` documents for `query` among those `accept` lets through, best first.
-    pub fn query(&self, query: &str, limit: usize, accept: impl Fn(u64) -> bool) -> Vec<u64> {
+    pub fn query(
+        &self,
+        query: &SearchTerms,
+        limit: usize,
+        accept: impl Fn(u64) -> bool,
+    ) -> Vec<u64> {
         let mut terms: Vec<u32> = Vec::new();
-        for token in tokens(query).take(MAX_QUERY_TERMS) {
-            if let Some(id) = self.term_ids.get(&token)
+        for token in query.terms() {
+            if let Some(id) = self.term_ids.get(token)
                 && !terms.contains(id)
             {
                 terms.push(*id);
@@ -208,12 +208,6 @@ impl SearchIndex {
 mod tests {
     use super::*;
 
-    #[test]
-    fn tokens_split_on_non_alphanumerics_and_lowercase() {
-        let t: Vec<String> = tokens("Pay \"Bill\", NEAR(x) 42é").collect();
-        assert_eq!(t, ["pay", "bill", "near", "x", "42é"]);
-    }
-
     proptest::proptest! {
         /// Mixed and pure-ASCII texts (the two paths of `each_token`).
         #[test]
@@ -236,19 +230,34 @@ mod tests {
         ix.insert(3, "the vault is in Zurich and the code is secret");
         ix.insert(4, "weather today");
         // A single matching term: the shorter document with the term ranks first.
-        assert_eq!(ix.query("vault", 10, |_| true), [2, 3]);
+        assert_eq!(ix.query(&SearchTerms::parse("vault"), 10, |_| true), [2, 3]);
         // Term frequency counts, saturated: three "rent" in five tokens (score 1.51) beat one
         // in one token (1.45), with avgdl = 4.2 and idf = ln(3.5 / 2.5).
-        assert_eq!(ix.query("RENT", 10, |_| true), [0, 1]);
+        assert_eq!(ix.query(&SearchTerms::parse("RENT"), 10, |_| true), [0, 1]);
         // OR semantics: the document with both terms (0.92) before the one with only the
         // common term (0.38); a short document with one rare term (1.40) beats both.
-        assert_eq!(ix.query("zurich vault", 10, |_| true), [3, 2]);
-        assert_eq!(ix.query("zurich weather vault", 10, |_| true), [4, 3, 2]);
-        assert_eq!(ix.query("zurich weather vault", 2, |_| true), [4, 3]);
+        assert_eq!(
+            ix.query(&SearchTerms::parse("zurich vault"), 10, |_| true),
+            [3, 2]
+        );
+        assert_eq!(
+            ix.query(&SearchTerms::parse("zurich weather vault"), 10, |_| true),
+            [4, 3, 2]
+        );
+        assert_eq!(
+            ix.query(&SearchTerms::parse("zurich weather vault"), 2, |_| true),
+            [4, 3]
+        );
         // The filter is applied before the limit.
-        assert_eq!(ix.query("vault", 1, |d| d != 2), [3]);
-        assert!(ix.query("nothing here", 10, |_| true).is_empty());
-        assert!(ix.query(" ,; ", 10, |_| true).is_empty());
+        assert_eq!(ix.query(&SearchTerms::parse("vault"), 1, |d| d != 2), [3]);
+        assert!(
+            ix.query(&SearchTerms::parse("nothing here"), 10, |_| true)
+                .is_empty()
+        );
+        assert!(
+            ix.query(&SearchTerms::parse(" ,; "), 10, |_| true)
+                .is_empty()
+        );
     }
 
     #[test]
@@ -257,13 +266,16 @@ mod tests {
         ix.insert(7, "alpha beta");
         ix.insert(3, "alpha beta");
         ix.insert(9, "alpha beta");
-        assert_eq!(ix.query("alpha", 10, |_| true), [3, 7, 9]);
+        assert_eq!(
+            ix.query(&SearchTerms::parse("alpha"), 10, |_| true),
+            [3, 7, 9]
+        );
         ix.remove(7);
         ix.remove(42);
         assert_eq!(ix.live, 2);
-        assert_eq!(ix.query("beta", 10, |_| true), [3, 9]);
+        assert_eq!(ix.query(&SearchTerms::parse("beta"), 10, |_| true), [3, 9]);
         ix.insert(3, "gamma");
-        assert_eq!(ix.query("alpha", 10, |_| true), [9]);
-        assert_eq!(ix.query("gamma", 10, |_| true), [3]);
+        assert_eq!(ix.query(&SearchTerms::parse("alpha"), 10, |_| true), [9]);
+        assert_eq!(ix.query(&SearchTerms::parse("gamma"), 10, |_| true), [3]);
     }
 }

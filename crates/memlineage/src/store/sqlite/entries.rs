@@ -5,12 +5,13 @@
 //! about a third of the reads' time. Here the keys are bound into a `VALUES` list (bucketed,
 //! `buckets.rs`) that drives one indexed lookup per key — the integer primary key for an
 //! index, the unique index on `id` for an id (`reads_use_the_keys` checks the plans) — with
-//! the same columns and joins as [`StoreRead::entry_by_index`](crate::store::StoreRead) and
+//! the same columns and joins as [`BackendRead::entry_by_index`](crate::store::BackendRead) and
 //! `entry_by_id`, so each entry comes back exactly as a single read returns it. Padding is
 //! `NULL`, which matches no row.
 
 use super::buckets::{self, pieces};
-use super::{ENTRY_COLUMNS, ENTRY_FROM, RawRow, row_to_entry, to_i64};
+use super::read::{ENTRY_COLUMNS, ENTRY_FROM, RawRow, row_to_entry};
+use super::to_i64;
 use crate::error::Error;
 use crate::store::StoredEntry;
 use memlineage_core::EntryId;
@@ -113,8 +114,10 @@ fn read<K: Ord + Copy + ToSql>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::StoreRead;
-    use crate::store::sqlite::{Reader, SqliteStore};
+    use crate::error::InputError;
+    use crate::store::BackendRead;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::sqlite::read::Reader;
     use memlineage_core::Hash256;
     use rusqlite::params;
 
@@ -123,7 +126,7 @@ mod tests {
     fn db(n: i64) -> SqliteStore {
         let store = SqliteStore::in_memory().unwrap();
         store
-            .with(|c| {
+            .with_writer(|c| {
                 for i in 0..n {
                     let id = Hash256::of(&i.to_be_bytes());
                     c.execute(
@@ -184,7 +187,7 @@ mod tests {
     fn many_reads_equal_single_reads_in_order() {
         let store = db(300);
         store
-            .with(|c| {
+            .with_writer(|c| {
                 let r = Reader(c);
                 // Out of order, duplicated, missing, and longer than one bucket.
                 let indices: Vec<u64> = (0..290u64)
@@ -215,7 +218,7 @@ mod tests {
     fn a_malformed_row_fails_the_read_as_a_single_read_does() {
         let store = db(10);
         store
-            .with(|c| {
+            .with_writer(|c| {
                 c.execute(
                     "UPDATE effective SET label = 'nonsense' WHERE id = ?1",
                     [Hash256::of(&2i64.to_be_bytes()).0.as_slice()],
@@ -224,7 +227,10 @@ mod tests {
                 let single = Reader(c).entry_by_index(2).unwrap_err();
                 assert_eq!(err.to_string(), single.to_string());
                 assert!(by_index(c, &[1, 3]).is_ok());
-                assert!(matches!(by_index(c, &[u64::MAX]), Err(Error::Invalid(_))));
+                assert!(matches!(
+                    by_index(c, &[u64::MAX]),
+                    Err(Error::Input(InputError::OutOfRange(_)))
+                ));
                 Ok(())
             })
             .unwrap();
@@ -234,7 +240,7 @@ mod tests {
     fn reads_use_the_keys() {
         let store = db(1);
         store
-            .with(|c| {
+            .with_writer(|c| {
                 let by_idx = "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)";
                 let by_key = "SEARCH e USING INDEX sqlite_autoindex_entries_1 (id=?)";
                 for (keys, sql, wanted) in [

@@ -11,7 +11,7 @@
 
 use super::buckets::{self, MAX_BUCKET, pieces};
 use super::to_i64;
-use crate::error::Error;
+use crate::error::{Error, IntegrityCheck};
 use memlineage_core::Hash256;
 use memlineage_core::merkle::NodeId;
 use rusqlite::Connection;
@@ -37,12 +37,7 @@ fn build_sql(pairs: usize) -> String {
     sql
 }
 
-fn missing(n: &NodeId) -> Error {
-    Error::Integrity(format!(
-        "Merkle node (level {}, index {}) is missing",
-        n.level, n.index
-    ))
-}
+use crate::store::provided::missing_node as missing;
 
 /// The hashes of `ids`, in the order asked (duplicates allowed). A missing node, or a stored
 /// hash that is not 32 bytes, is an integrity error naming the node.
@@ -78,9 +73,10 @@ pub(super) fn read_many(conn: &Connection, ids: &[NodeId]) -> Result<Vec<Hash256
             let node = match (u8::try_from(level), u64::try_from(index)) {
                 (Ok(level), Ok(index)) => NodeId::new(level, index),
                 _ => {
-                    return Err(Error::Integrity(format!(
-                        "Merkle node row (level {level}, index {index}) is out of range"
-                    )));
+                    return Err(Error::integrity(
+                        IntegrityCheck::MerkleNode,
+                        format!("Merkle node row (level {level}, index {index}) is out of range"),
+                    ));
                 }
             };
             let at = if chunk.get(next) == Some(&node) {
@@ -97,10 +93,13 @@ pub(super) fn read_many(conn: &Connection, ids: &[NodeId]) -> Result<Vec<Hash256
             // A value that is not a blob reads as empty, and fails the length check below.
             let bytes = row.get_ref(2)?.as_blob().unwrap_or_default();
             let hash = Hash256::from_slice(bytes).ok_or_else(|| {
-                Error::Integrity(format!(
-                    "Merkle node (level {}, index {}) is not 32 bytes",
-                    node.level, node.index
-                ))
+                Error::integrity(
+                    IntegrityCheck::MerkleNode,
+                    format!(
+                        "Merkle node (level {}, index {}) is not 32 bytes",
+                        node.level, node.index
+                    ),
+                )
             })?;
             found[start + at] = Some(hash);
         }
@@ -169,7 +168,7 @@ mod tests {
         let err = read_many(&conn, &[NodeId::new(0, 2)]).unwrap_err();
         assert!(err.to_string().contains("is not 32 bytes"), "{err}");
         let err = read_many(&conn, &[NodeId::new(0, u64::MAX)]).unwrap_err();
-        assert!(matches!(err, Error::Invalid(_)), "{err}");
+        assert!(matches!(err, Error::Input(_)), "{err}");
     }
 
     #[test]

@@ -11,8 +11,10 @@
 //! scopes), the first [`SCOPE_TESTS`] tests are followed by the joined statement, which
 //! answers the same too.
 
+use super::read::index_from;
 use super::to_i64;
 use crate::error::Error;
+use crate::store::text::SearchTerms;
 use rusqlite::{Connection, params};
 
 /// How many matches are tested one by one, per result asked, before the joined statement is
@@ -25,11 +27,11 @@ const IN_SCOPE: &str = "(e.scope = ?2 OR substr(e.scope, 1, length(?2) + 1) = ?2
 /// Indices of the best `limit` matches of `query` within `scope`, best first.
 pub(super) fn search(
     conn: &Connection,
-    query: &str,
+    terms: &SearchTerms,
     scope: &str,
     limit: usize,
 ) -> Result<Vec<u64>, Error> {
-    let Some(fts_query) = fts_query(query) else {
+    let Some(fts_query) = fts_query(terms) else {
         return Ok(Vec::new());
     };
     match ranked_then_scoped(conn, &fts_query, scope, limit)? {
@@ -66,8 +68,7 @@ fn ranked_then_scoped(
         tests += 1;
         let index: i64 = row.get(0)?;
         if in_scope.exists(params![index, scope])? {
-            found
-                .push(u64::try_from(index).map_err(|_| Error::Integrity("negative index".into()))?);
+            found.push(index_from(index)?);
             if found.len() == limit {
                 break;
             }
@@ -90,27 +91,17 @@ fn joined(
     let rows = stmt.query_map(params![fts_query, scope, to_i64(limit as u64)?], |r| {
         r.get::<_, i64>(0)
     })?;
-    rows.map(|r| {
-        let i = r?;
-        u64::try_from(i).map_err(|_| Error::Integrity("negative index".into()))
-    })
-    .collect()
+    rows.map(|r| index_from(r?)).collect()
 }
 
-/// Turns free text into a safe FTS5 query: every word becomes a quoted term, joined with OR,
-/// so no user input is ever parsed as FTS5 syntax.
-fn fts_query(query: &str) -> Option<String> {
-    let terms: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .take(64)
-        .map(|t| format!("\"{}\"", t.to_lowercase()))
-        .collect();
+/// The terms as a safe FTS5 query: every term quoted, joined with OR, so no user input is ever
+/// parsed as FTS5 syntax (a term is alphanumeric, so it holds no quote).
+fn fts_query(terms: &SearchTerms) -> Option<String> {
     if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(" OR "))
+        return None;
     }
+    let quoted: Vec<String> = terms.terms().iter().map(|t| format!("\"{t}\"")).collect();
+    Some(quoted.join(" OR "))
 }
 
 #[cfg(test)]
@@ -121,10 +112,10 @@ mod tests {
     #[test]
     fn fts_query_quotes_every_term() {
         assert_eq!(
-            fts_query("pay \"bill\" NEAR(x)").unwrap(),
+            fts_query(&SearchTerms::parse("pay \"bill\" NEAR(x)")).unwrap(),
             "\"pay\" OR \"bill\" OR \"near\" OR \"x\""
         );
-        assert_eq!(fts_query("  ,;  "), None);
+        assert_eq!(fts_query(&SearchTerms::parse("  ,;  ")), None);
     }
 
     /// Rows in three scopes with texts of many lengths and overlapping words, so that BM25
@@ -132,7 +123,7 @@ mod tests {
     fn db() -> SqliteStore {
         let store = SqliteStore::in_memory().unwrap();
         store
-            .with(|c| {
+            .with_writer(|c| {
                 let scopes = ["a", "a/b", "ab", "c", "a/b/c"];
                 let words = ["pay", "bill", "rent", "vault", "code", "the", "of"];
                 for i in 0..400i64 {
@@ -161,14 +152,15 @@ mod tests {
     fn ranked_then_scoped_answers_what_the_joined_statement_answers() {
         let store = db();
         store
-            .with(|c| {
+            .with_writer(|c| {
                 for query in ["pay", "pay bill", "vault code", "the of", "rent", "nothing"] {
-                    let q = fts_query(query).unwrap();
+                    let terms = SearchTerms::parse(query);
+                    let q = fts_query(&terms).unwrap();
                     for scope in ["a", "a/b", "ab", "c", "", "a/b/c", "zzz"] {
                         for limit in [0, 1, 3, 8, 50, 1000] {
                             let want = joined(c, &q, scope, limit)?;
                             assert_eq!(
-                                search(c, query, scope, limit)?,
+                                search(c, &terms, scope, limit)?,
                                 want,
                                 "{query} in {scope} limit {limit}"
                             );

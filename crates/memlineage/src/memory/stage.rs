@@ -1,0 +1,177 @@
+//! Staging an append: everything a backend writes, computed once, here, for every backend
+//! (DESIGN.md, "One way in": a backend persists bytes the handle computed).
+//!
+//! From the records of a batch, the index of its first entry and the effects of its control
+//! records, [`build`] makes the [`AppendBatch`]: each leaf with its content and the copies of
+//! its signed fields; every Merkle node the batch completes (RFC 6962 §2.1 node hashes, the
+//! stored form of `docs/store.md`: a complete subtree's hash, written once); the lineage edges;
+//! the final forgotten rows (erasure is sticky: a later tombstone without `erase` never brings
+//! the bytes back); and the raised effective labels.
+
+use crate::error::Error;
+use crate::store::{AppendBatch, BackendRead, EdgeRow, EntryRow, ForgottenRow, NewRecord};
+use memlineage_core::label::TrustLabel;
+use memlineage_core::merkle::{self, NodeId};
+use memlineage_core::{EntryId, Hash256};
+use std::collections::HashMap;
+
+/// Derived state that a control record changes, applied in the same transaction as the append.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// A tombstone forgets `target` (and erases its content when `erase`).
+    Forget {
+        /// The forgotten entry.
+        target: EntryId,
+        /// The tombstone's id.
+        tombstone: EntryId,
+        /// Erase the content bytes too.
+        erase: bool,
+    },
+    /// A distrust record raises the effective label of `id`.
+    RaiseLabel {
+        /// The entry.
+        id: EntryId,
+        /// Its new effective label.
+        label: TrustLabel,
+    },
+}
+
+/// The rows of appending `records` at `first`, with `effects`, on the state `txn` reads.
+pub(crate) fn build(
+    txn: &dyn BackendRead,
+    first: u64,
+    records: &[NewRecord],
+    effects: &[Effect],
+    settings: Vec<(String, String)>,
+) -> Result<AppendBatch, Error> {
+    let mut entries = Vec::with_capacity(records.len());
+    let mut edges = Vec::new();
+    let mut in_batch: HashMap<EntryId, u64> = HashMap::with_capacity(records.len());
+    for (offset, rec) in records.iter().enumerate() {
+        let index = first + offset as u64;
+        let body = rec.entry.body();
+        let id = rec.entry.id();
+        in_batch.insert(id, index);
+        edges.extend(body.parents.iter().map(|p| EdgeRow {
+            parent: p.id,
+            child: id,
+            child_index: index,
+            weight: p.weight,
+        }));
+        entries.push(EntryRow {
+            index,
+            id,
+            leaf: rec.entry.to_leaf(),
+            scope: body.scope.as_str().to_string(),
+            writer: body.writer.clone(),
+            kind: body.kind,
+            label: body.label,
+            content: rec.content.clone(),
+            search_text: rec.search_text.clone(),
+        });
+    }
+    let nodes = completed_nodes(txn, first, entries.iter().map(|e| e.leaf.as_slice()))?;
+    let mut forgotten: Vec<ForgottenRow> = Vec::new();
+    let mut raised = Vec::new();
+    for effect in effects {
+        match effect {
+            Effect::Forget {
+                target,
+                tombstone,
+                erase,
+            } => {
+                if let Some(row) = forgotten.iter_mut().find(|r| r.target == *target) {
+                    row.tombstone = *tombstone;
+                    row.erased |= *erase;
+                    continue;
+                }
+                let (target_index, was_erased) = match in_batch.get(target) {
+                    Some(index) => (*index, false),
+                    None => {
+                        let stored = txn.labels_by_id(target)?.ok_or(Error::NotFound(*target))?;
+                        let erased = txn
+                            .index_rows(stored.index, 1)?
+                            .first()
+                            .and_then(|r| r.erased)
+                            .unwrap_or(false);
+                        (stored.index, erased)
+                    }
+                };
+                forgotten.push(ForgottenRow {
+                    target: *target,
+                    target_index,
+                    tombstone: *tombstone,
+                    erased: *erase || was_erased,
+                });
+            }
+            Effect::RaiseLabel { id, label } => raised.push((*id, *label)),
+        }
+    }
+    Ok(AppendBatch {
+        first,
+        entries,
+        nodes,
+        edges,
+        forgotten,
+        raised,
+        settings,
+    })
+}
+
+/// The hashes of the leaves appended at `first, first + 1, …` and of every node they complete,
+/// in the order completed. The stored nodes needed are exactly the complete subtrees of the
+/// tree of size `first` (its root nodes, one read): a node the batch completes has a right
+/// child completed by the batch and a left child that is either completed by the batch or a
+/// complete subtree of the old tree whose parent was not complete, i.e. one of its root nodes.
+pub(crate) fn completed_nodes<'l>(
+    txn: &dyn BackendRead,
+    first: u64,
+    leaves: impl ExactSizeIterator<Item = &'l [u8]>,
+) -> Result<Vec<(NodeId, Hash256)>, Error> {
+    if leaves.len() == 0 {
+        return Ok(Vec::new());
+    }
+    let frontier = merkle::root_nodes(first);
+    let hashes = if frontier.is_empty() {
+        Vec::new()
+    } else {
+        txn.nodes(&frontier)?
+    };
+    if hashes.len() != frontier.len() {
+        return Err(Error::internal(format!(
+            "the store returned {} Merkle nodes for {} requested",
+            hashes.len(),
+            frontier.len()
+        )));
+    }
+    // The complete subtrees of the growing tree, left to right, levels strictly descending.
+    let mut stack: Vec<(NodeId, Hash256)> = frontier.into_iter().zip(hashes).collect();
+    let mut out = Vec::with_capacity(leaves.len() * 2);
+    for (offset, leaf) in leaves.enumerate() {
+        let node = (NodeId::leaf(first + offset as u64), merkle::leaf_hash(leaf));
+        out.push(node);
+        stack.push(node);
+        while let [.., (l, lh), (r, rh)] = stack.as_slice()
+            && l.level == r.level
+        {
+            let parent = (l.parent(), merkle::node_hash(lh, rh));
+            stack.truncate(stack.len() - 2);
+            stack.push(parent);
+            out.push(parent);
+        }
+    }
+    Ok(out)
+}
+
+/// Appends `records` with `effects` and no check at all: the guard only stages the rows. For
+/// the `unchecked-store-access` feature (forged rows, bulk generation) and this crate's tests.
+#[cfg_attr(not(any(test, feature = "unchecked-store-access")), allow(dead_code))]
+pub(crate) fn append_unchecked(
+    backend: &dyn crate::store::Backend,
+    records: &[NewRecord],
+    effects: &[Effect],
+) -> Result<u64, Error> {
+    let mut check =
+        |txn: &dyn BackendRead, first: u64| build(txn, first, records, effects, Vec::new());
+    backend.append(&mut crate::store::AppendGuard::new(&mut check))
+}

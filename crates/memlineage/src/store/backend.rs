@@ -1,0 +1,311 @@
+//! The backend traits: reads ([`BackendRead`]), full-text search ([`TextIndex`]) and the two
+//! writes ([`Backend::append`], [`Backend::save_checkpoint`]).
+//!
+//! In the manner of redb's `StorageBackend`, a backend is about persistence only: it stores the
+//! bytes the handle computed and reads them back. It makes no trust decision and derives
+//! nothing: the Merkle nodes, lineage edges, index copies, forgotten rows and effective labels
+//! of an append arrive computed, in an [`AppendBatch`] ([`AppendGuard::run`]).
+//!
+//! **Only the handle writes.** [`Backend::append`] takes an [`AppendGuard`], which only this
+//! crate can make (the [`Memory`](crate::Memory) handle, with its signature, registry and label
+//! checks inside); [`Backend::save_checkpoint`] takes a [`NoteRow`], which only the handle
+//! makes. Holding a backend therefore gives no way to append, relabel or delete without the
+//! handle's checks. (The `unchecked-store-access` feature opens one, for the evaluation, the
+//! benchmarks and tamper tests; it is not for production.)
+
+use super::rows::{
+    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
+};
+use super::text::SearchTerms;
+use crate::error::Error;
+use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::label::Weight;
+use memlineage_core::merkle::NodeId;
+use memlineage_core::{EntryId, Hash256};
+
+/// Read access to the stored log: outside a transaction (each call on its own), inside a read
+/// snapshot ([`Backend::snapshot`]), and inside the append transaction (what the guard reads).
+///
+/// Every answer is raw: the handle re-verifies what it uses.
+pub trait BackendRead {
+    /// Number of leaves in the log (one past the highest index).
+    fn size(&self) -> Result<u64, Error>;
+
+    /// Entries with index in `[start, start + limit)`, in index order.
+    fn entries(&self, start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+
+    /// Entries by leaf index, in the order asked (`None`: no such entry; duplicates allowed).
+    fn entries_by_index(&self, indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+
+    /// Entries by id, in the order asked (`None`: no such entry; duplicates allowed).
+    fn entries_by_id(&self, ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
+
+    /// The entry at `index`. Provided: one [`BackendRead::entries_by_index`].
+    fn entry_by_index(&self, index: u64) -> Result<Option<StoredEntry>, Error> {
+        Ok(self.entries_by_index(&[index])?.pop().flatten())
+    }
+
+    /// The entry with `id`. Provided: one [`BackendRead::entries_by_id`].
+    fn entry_by_id(&self, id: &EntryId) -> Result<Option<StoredEntry>, Error> {
+        Ok(self
+            .entries_by_id(std::slice::from_ref(id))?
+            .pop()
+            .flatten())
+    }
+
+    /// At most `limit` entry ids `≥ from`, ascending: an indexed range read, which resolves an
+    /// id prefix ([`Memory::resolve_prefix`](crate::Memory::resolve_prefix)).
+    fn ids_from(&self, from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error>;
+
+    /// Hashes of complete Merkle subtrees, in the order asked. A missing node is an integrity
+    /// error naming it.
+    fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
+
+    /// Children of an entry (entries that list it as a parent) with the edge weights, sorted by
+    /// child id.
+    fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
+
+    /// The stored weight of each edge `(parent, child)` asked for, in order (`None`: no such
+    /// edge). Provided: each parent's children.
+    fn edge_weights(&self, edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error> {
+        edges
+            .iter()
+            .map(|(parent, child)| {
+                Ok(self
+                    .children(parent)?
+                    .into_iter()
+                    .find(|(c, _)| c == child)
+                    .map(|(_, w)| w))
+            })
+            .collect()
+    }
+
+    /// How many edges the store holds, when it can count them (`None`: `verify` then compares
+    /// the edges parent by parent).
+    fn edge_count(&self) -> Result<Option<u64>, Error> {
+        Ok(None)
+    }
+
+    /// Leaf indices of the entries whose `writer` copy is `writer`, ascending.
+    fn indices_by_writer(&self, writer: &str) -> Result<Vec<u64>, Error>;
+
+    /// Records whose `kind` copy is `kind`, with index ≥ `from`, in log order. A record whose
+    /// content is gone is an integrity error (control records are never erased).
+    fn control_records(&self, kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
+
+    /// An entry's index, signed label (its copy) and effective label, without its leaf.
+    fn labels_by_id(&self, id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+
+    /// The copies of signed fields kept beside the leaves with index in `[start, start +
+    /// limit)`, in index order, for the audit to compare with the leaves.
+    fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
+
+    /// The latest signed checkpoint note (of the largest size), if any.
+    fn latest_checkpoint(&self) -> Result<Option<String>, Error>;
+
+    /// A store setting.
+    fn setting(&self, key: &str) -> Result<Option<String>, Error>;
+
+    /// The full-text index over the live content entries.
+    fn text_index(&self) -> &dyn TextIndex;
+
+    /// The stored embeddings of `model` for entries with index in `[start, start + limit)`,
+    /// in index order (`docs/retrieval.md`, "Stored embeddings"). Raw rows: the handle checks
+    /// each one's binding to its entry before it uses the vector. Provided: none (a backend
+    /// without an embeddings table; the handle then embeds the content again).
+    fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
+        let _ = (model, start, limit);
+        Ok(Vec::new())
+    }
+}
+
+/// A reference reads what it refers to (a wrapper can hand itself out as its snapshot).
+impl<T: BackendRead + ?Sized> BackendRead for &T {
+    fn size(&self) -> Result<u64, Error> {
+        (**self).size()
+    }
+    fn entries(&self, start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error> {
+        (**self).entries(start, limit)
+    }
+    fn entries_by_index(&self, indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        (**self).entries_by_index(indices)
+    }
+    fn entries_by_id(&self, ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error> {
+        (**self).entries_by_id(ids)
+    }
+    fn entry_by_index(&self, index: u64) -> Result<Option<StoredEntry>, Error> {
+        (**self).entry_by_index(index)
+    }
+    fn entry_by_id(&self, id: &EntryId) -> Result<Option<StoredEntry>, Error> {
+        (**self).entry_by_id(id)
+    }
+    fn ids_from(&self, from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error> {
+        (**self).ids_from(from, limit)
+    }
+    fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Hash256>, Error> {
+        (**self).nodes(ids)
+    }
+    fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {
+        (**self).children(id)
+    }
+    fn edge_weights(&self, edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error> {
+        (**self).edge_weights(edges)
+    }
+    fn edge_count(&self) -> Result<Option<u64>, Error> {
+        (**self).edge_count()
+    }
+    fn indices_by_writer(&self, writer: &str) -> Result<Vec<u64>, Error> {
+        (**self).indices_by_writer(writer)
+    }
+    fn control_records(&self, kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error> {
+        (**self).control_records(kind, from)
+    }
+    fn labels_by_id(&self, id: &EntryId) -> Result<Option<EntryLabels>, Error> {
+        (**self).labels_by_id(id)
+    }
+    fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error> {
+        (**self).index_rows(start, limit)
+    }
+    fn latest_checkpoint(&self) -> Result<Option<String>, Error> {
+        (**self).latest_checkpoint()
+    }
+    fn setting(&self, key: &str) -> Result<Option<String>, Error> {
+        (**self).setting(key)
+    }
+    fn text_index(&self) -> &dyn TextIndex {
+        (**self).text_index()
+    }
+    fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
+        (**self).embeddings(model, start, limit)
+    }
+}
+
+/// The full-text index a backend keeps beside the log, written in the append transaction (the
+/// [`EntryRow::search_text`](super::EntryRow::search_text) of new entries; forgotten entries
+/// removed) and queried here. SQLite: FTS5; in memory: an inverted index; both BM25.
+pub trait TextIndex {
+    /// Indices of the `limit` best live matches of `terms` (any term matches) whose `scope`
+    /// copy is `scope` or lies below it, best first, ties by leaf index.
+    fn search(&self, terms: &SearchTerms, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error>;
+}
+
+/// A storage backend: the reads of [`BackendRead`] (each call on its own), a consistent read
+/// snapshot, and the two writes.
+pub trait Backend: BackendRead + Send + Sync {
+    /// The backend's name: `sqlite`, `memory`, `postgres`.
+    fn name(&self) -> &'static str;
+
+    /// Where the store is, for messages (`sqlite:/path/store.db`, `memory:`); no secrets.
+    fn location(&self) -> String;
+
+    /// A consistent view of the log: one read transaction for several reads (a retrieval
+    /// reads through one). Do not append while holding it on the same thread: a backend with
+    /// one connection would wait for itself.
+    fn snapshot(&self) -> Result<Box<dyn BackendRead + '_>, Error>;
+
+    /// Appends one batch atomically and durably (group commit: one transaction, one sync).
+    ///
+    /// Inside its write transaction, the backend fixes the index of the first new entry (the
+    /// log's size: concurrent appends never interleave), calls [`AppendGuard::run`] with a
+    /// reader of the transaction, writes the [`AppendBatch`] it returns — calling
+    /// [`AppendGuard::reached`] after each [`WriteStage`] — and commits. If the guard, a stage
+    /// or the commit fails, nothing is written. Returns the index of the first entry.
+    fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error>;
+
+    /// Keeps a signed checkpoint note (replacing one of the same size).
+    fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error>;
+
+    /// Keeps embeddings (insert or replace by index and model), in one transaction. A row for
+    /// an entry that is not in the log or that a tombstone has forgotten is not kept (checked
+    /// inside the transaction, so an embedding computed before a concurrent tombstone never
+    /// outlives it). Derived data: the handle writes it after the entry is logged, and embeds
+    /// again whatever is missing. Provided: nothing is kept.
+    fn save_embeddings(&self, rows: &[EmbeddingRow]) -> Result<(), Error> {
+        let _ = rows;
+        Ok(())
+    }
+
+    /// Write transactions committed through this backend value, when it counts them (each is
+    /// one sync on a durable backend): how group commit shows.
+    fn commits(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// The points of an append at which a backend calls [`AppendGuard::reached`], in order. A
+/// fault-injecting wrapper fails the append there (`tests/store_faults.rs`): an error at any
+/// stage must leave the store exactly as before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WriteStage {
+    /// The leaves, their content and their full-text documents (and the settings of a genesis
+    /// batch) are written.
+    Entries,
+    /// The Merkle nodes are written.
+    Nodes,
+    /// The edges, forgotten rows and effective labels are written (and the stored embeddings
+    /// of forgotten entries deleted).
+    Derived,
+    /// Everything is written; the commit comes next.
+    Commit,
+}
+
+impl WriteStage {
+    /// Every stage, in order.
+    pub const ALL: [WriteStage; 4] = [
+        WriteStage::Entries,
+        WriteStage::Nodes,
+        WriteStage::Derived,
+        WriteStage::Commit,
+    ];
+}
+
+/// The closure an append runs inside the transaction.
+pub(crate) type GuardFn<'a> = dyn FnMut(&dyn BackendRead, u64) -> Result<AppendBatch, Error> + 'a;
+/// The closure called at each write stage.
+pub(crate) type StageFn<'a> = dyn FnMut(WriteStage) -> Result<(), Error> + 'a;
+
+/// The handle's side of an append: its checks, run inside the backend's write transaction,
+/// and what they computed to write. Only this crate makes one.
+pub struct AppendGuard<'a> {
+    check: &'a mut GuardFn<'a>,
+    stages: Option<&'a mut StageFn<'a>>,
+}
+
+impl<'a> AppendGuard<'a> {
+    pub(crate) fn new(check: &'a mut GuardFn<'a>) -> AppendGuard<'a> {
+        AppendGuard {
+            check,
+            stages: None,
+        }
+    }
+
+    /// The same checks, with `stages` called at each write stage (fault injection).
+    #[cfg_attr(not(feature = "unchecked-store-access"), allow(dead_code))]
+    pub(crate) fn with_stages(mut self, stages: &'a mut StageFn<'a>) -> AppendGuard<'a> {
+        self.stages = Some(stages);
+        self
+    }
+
+    /// Runs the handle's checks against the transaction's state, the first new entry to be
+    /// logged at `first`, and returns the rows to write. An error aborts the append. A backend
+    /// that retries its transaction (a serialization failure) runs the guard again.
+    pub fn run(&mut self, txn: &dyn BackendRead, first: u64) -> Result<AppendBatch, Error> {
+        let batch = (self.check)(txn, first)?;
+        if batch.first != first || batch.entries.first().is_some_and(|e| e.index != first) {
+            return Err(Error::internal(format!(
+                "the append guard built a batch for index {} in a transaction at index {first}",
+                batch.first
+            )));
+        }
+        Ok(batch)
+    }
+
+    /// Called by the backend when it has written `stage`; an error aborts the append.
+    pub fn reached(&mut self, stage: WriteStage) -> Result<(), Error> {
+        match self.stages.as_mut() {
+            Some(f) => f(stage),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Writing one [`AppendBatch`] inside the append transaction, stage by stage
+//! ([`WriteStage`]): the rows arrive computed by the handle; this only inserts them.
+
+use super::to_i64;
+use crate::error::Error;
+use crate::store::backend::{AppendGuard, WriteStage};
+use crate::store::rows::AppendBatch;
+use rusqlite::{Connection, params};
+
+/// Writes `batch`, calling the guard at each stage. The caller commits.
+pub(super) fn write(
+    tx: &Connection,
+    batch: &AppendBatch,
+    guard: &mut AppendGuard<'_>,
+) -> Result<(), Error> {
+    {
+        let mut ins_setting =
+            tx.prepare_cached("INSERT INTO settings (key, value) VALUES (?1, ?2)")?;
+        for (k, v) in &batch.settings {
+            ins_setting.execute(params![k, v])?;
+        }
+        let mut ins_entry = tx.prepare_cached(
+            "INSERT INTO entries (idx, id, leaf, scope, writer, kind, label) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        let mut ins_content =
+            tx.prepare_cached("INSERT INTO content (idx, bytes) VALUES (?1, ?2)")?;
+        let mut ins_fts = tx.prepare_cached("INSERT INTO search (rowid, text) VALUES (?1, ?2)")?;
+        for e in &batch.entries {
+            let idx = to_i64(e.index)?;
+            ins_entry.execute(params![
+                idx,
+                e.id.as_bytes().as_slice(),
+                e.leaf,
+                e.scope,
+                e.writer,
+                e.kind.as_str(),
+                e.label.as_str()
+            ])?;
+            ins_content.execute(params![idx, e.content])?;
+            if let Some(text) = &e.search_text {
+                ins_fts.execute(params![idx, text])?;
+            }
+        }
+    }
+    guard.reached(WriteStage::Entries)?;
+    {
+        let mut ins_node =
+            tx.prepare_cached("INSERT INTO nodes (level, idx, hash) VALUES (?1, ?2, ?3)")?;
+        for (node, hash) in &batch.nodes {
+            ins_node.execute(params![node.level, to_i64(node.index)?, hash.0.as_slice()])?;
+        }
+    }
+    guard.reached(WriteStage::Nodes)?;
+    {
+        let mut ins_edge = tx.prepare_cached(
+            "INSERT OR IGNORE INTO edges (parent, child, weight) VALUES (?1, ?2, ?3)",
+        )?;
+        for e in &batch.edges {
+            ins_edge.execute(params![
+                e.parent.as_bytes().as_slice(),
+                e.child.as_bytes().as_slice(),
+                e.weight.bp()
+            ])?;
+        }
+        let mut put_forgotten = tx.prepare_cached(
+            "INSERT OR REPLACE INTO forgotten (id, tombstone, erased) VALUES (?1, ?2, ?3)",
+        )?;
+        let mut unindex = tx.prepare_cached("DELETE FROM search WHERE rowid = ?1")?;
+        let mut erase = tx.prepare_cached("UPDATE content SET bytes = NULL WHERE idx = ?1")?;
+        // A vector is derived from the content: a forgotten entry keeps none.
+        let mut unembed = tx.prepare_cached("DELETE FROM embeddings WHERE idx = ?1")?;
+        for f in &batch.forgotten {
+            let idx = to_i64(f.target_index)?;
+            put_forgotten.execute(params![
+                f.target.as_bytes().as_slice(),
+                f.tombstone.as_bytes().as_slice(),
+                f.erased
+            ])?;
+            unindex.execute([idx])?;
+            unembed.execute([idx])?;
+            if f.erased {
+                erase.execute([idx])?;
+            }
+        }
+        let mut put_effective =
+            tx.prepare_cached("INSERT OR REPLACE INTO effective (id, label) VALUES (?1, ?2)")?;
+        for (id, label) in &batch.raised {
+            put_effective.execute(params![id.as_bytes().as_slice(), label.as_str()])?;
+        }
+    }
+    guard.reached(WriteStage::Derived)?;
+    guard.reached(WriteStage::Commit)
+}

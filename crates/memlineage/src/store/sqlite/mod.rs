@@ -1,0 +1,318 @@
+//! The embedded store: SQLite (bundled) in WAL mode with `synchronous=FULL` (`docs/store.md`).
+//!
+//! Durability: an append is one `BEGIN IMMEDIATE … COMMIT` transaction; with WAL and
+//! `synchronous=FULL` the commit fsyncs the WAL before returning, so an acknowledged write
+//! survives `kill -9` and power loss, and a batch of many entries costs one fsync (group
+//! commit). Two processes writing at once serialise on SQLite's write lock (`BEGIN IMMEDIATE`
+//! with a busy timeout); the guard runs inside the transaction, after the first index is fixed,
+//! so neither can lose or interleave the other's writes.
+//!
+//! Connections: one writer, and for a file store a small pool of reader connections
+//! (`pool.rs`), so reads — a retrieval's snapshot among them — run beside an append and beside
+//! each other (WAL readers do not block the writer). An in-memory database is one connection
+//! for everything.
+
+mod append;
+mod buckets;
+mod embeddings;
+mod entries;
+mod nodes;
+mod pool;
+mod read;
+mod schema;
+mod search;
+
+use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
+use super::rows::{ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry};
+use super::text::SearchTerms;
+use crate::error::{Error, InputError, StoreState};
+use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::label::Weight;
+use memlineage_core::merkle::NodeId;
+use memlineage_core::{EntryId, Hash256};
+use pool::{Pool, Pooled};
+use read::Reader;
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use schema::{CREATE, CREATE_EMBEDDINGS, SCHEMA_VERSION};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
+/// 25 texts besides at most 27 bucketed reads of nodes and entries, `buckets.rs`).
+const STATEMENT_CACHE: usize = 96;
+
+/// SQLite's page cache per connection, in KiB (the default is 2 MiB): room for a small
+/// store's whole search index and entries, and for the upper B-tree levels of a large one.
+/// Pages are cached only as they are read, so a connection's memory grows by at most this much.
+const PAGE_CACHE_KIB: i64 = 8 * 1024;
+
+/// WAL frames (pages) after which a commit checkpoints the WAL into the database file
+/// (SQLite's default is 1000). A batch of 256 entries writes ≈ 200 pages to the WAL into a
+/// small store and ≈ 800 into a store of 10^6 (random `id` and `edges` keys dirty a page each),
+/// so by default every second large-store commit also copied those pages to the database file
+/// and fsynced it. At 4000 (16 MiB of WAL) a checkpoint comes every ≈ 5 such batches and pages
+/// dirtied again meanwhile are copied once. Durability is unchanged: every commit still fsyncs
+/// the WAL (`synchronous=FULL`); the checkpoint only moves committed pages (docs/store.md).
+const WAL_CHECKPOINT_PAGES: i64 = 4000;
+
+/// How long a writer waits for another process's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The SQLite store.
+pub struct SqliteStore {
+    /// The write connection (every connection of an in-memory database).
+    writer: Mutex<Connection>,
+    /// Reader connections of a file store; `None` in memory.
+    readers: Option<Pool>,
+    /// The database file; `None` in memory.
+    path: Option<PathBuf>,
+    /// Write transactions this value has committed (each one fsync under `synchronous=FULL`).
+    commits: AtomicU64,
+}
+
+impl SqliteStore {
+    /// Opens the store file at `path`, creating an empty store there if the file does not
+    /// exist. ([`StoreLocation`](crate::StoreLocation) distinguishes opening an existing store
+    /// from creating a new one.)
+    pub fn open(path: &Path) -> Result<SqliteStore, Error> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let store = Self::init(conn, Some(path.to_path_buf()))?;
+        Ok(store)
+    }
+
+    /// An in-memory database (tests, the evaluation): gone when dropped.
+    pub fn in_memory() -> Result<SqliteStore, Error> {
+        Self::init(Connection::open_in_memory()?, None)
+    }
+
+    fn init(conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore, Error> {
+        configure(&conn)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        // Write path: checkpoints less often (see `WAL_CHECKPOINT_PAGES`).
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
+        let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version == 0 {
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {CREATE} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))?;
+        } else if version != SCHEMA_VERSION {
+            return Err(StoreState::UnsupportedSchema {
+                found: version,
+                supported: SCHEMA_VERSION,
+            }
+            .into());
+        }
+        conn.execute_batch(CREATE_EMBEDDINGS)?;
+        Ok(SqliteStore {
+            writer: Mutex::new(conn),
+            readers: path.as_ref().map(|p| Pool::new(p.clone())),
+            path,
+            commits: AtomicU64::new(0),
+        })
+    }
+
+    fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn lock_writer(&self) -> Result<std::sync::MutexGuard<'_, Connection>, Error> {
+        self.writer
+            .lock()
+            .map_err(|_| Error::internal("store mutex poisoned by a panic in another thread"))
+    }
+
+    /// A connection to read with: a pooled reader of a file store, else the one connection.
+    fn reader(&self) -> Result<Pooled<'_>, Error> {
+        match &self.readers {
+            Some(pool) => pool.get(),
+            None => Ok(Pooled::Shared(self.lock_writer()?)),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&Reader<'_>) -> Result<R, Error>) -> Result<R, Error> {
+        let conn = self.reader()?;
+        f(&Reader(&conn))
+    }
+
+    /// Runs `f` on the write connection (unit tests that build tables by hand).
+    #[cfg(test)]
+    fn with_writer<R>(&self, f: impl FnOnce(&Connection) -> Result<R, Error>) -> Result<R, Error> {
+        f(&*self.lock_writer()?)
+    }
+}
+
+/// The settings of every connection, reader or writer: none changes what is stored or what a
+/// query returns (`docs/store.md`, "Read path").
+pub(super) fn configure(conn: &Connection) -> Result<(), Error> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    // Plans that do not depend on bound values, so a search with new terms is not
+    // re-prepared on every call, and room in the statement cache for the bucketed reads.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
+    Ok(())
+}
+
+pub(super) fn to_i64(n: u64) -> Result<i64, Error> {
+    i64::try_from(n).map_err(|_| InputError::OutOfRange(n).into())
+}
+
+macro_rules! delegate_read {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        impl BackendRead for SqliteStore {
+            $(fn $name(&self, $($arg: $ty),*) -> $ret {
+                self.with(|r| r.$name($($arg),*))
+            })*
+            fn text_index(&self) -> &dyn TextIndex {
+                self
+            }
+        }
+    };
+}
+
+delegate_read! {
+    size() -> Result<u64, Error>;
+    entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
+    entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
+    ids_from(from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error>;
+    nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
+    children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
+    edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
+    edge_count() -> Result<Option<u64>, Error>;
+    indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
+    control_records(kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
+    labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+    index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
+    latest_checkpoint() -> Result<Option<String>, Error>;
+    setting(key: &str) -> Result<Option<String>, Error>;
+    embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
+}
+
+impl TextIndex for SqliteStore {
+    fn search(&self, terms: &SearchTerms, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
+        self.with(|r| r.search(terms, scope, limit))
+    }
+}
+
+/// A read transaction on one connection, ended (and the connection returned) when dropped.
+struct Snapshot<'a> {
+    conn: Pooled<'a>,
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        // Ending a read transaction cannot lose data; a failure leaves the connection in a
+        // transaction, which the pool then discards.
+        let ended = self
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut end| end.execute([]));
+        if ended.is_err() {
+            self.conn.discard();
+        }
+    }
+}
+
+macro_rules! delegate_snapshot {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        impl BackendRead for Snapshot<'_> {
+            $(fn $name(&self, $($arg: $ty),*) -> $ret {
+                Reader(&self.conn).$name($($arg),*)
+            })*
+            fn text_index(&self) -> &dyn TextIndex {
+                self
+            }
+        }
+    };
+}
+
+delegate_snapshot! {
+    size() -> Result<u64, Error>;
+    entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+    entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
+    entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
+    entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
+    ids_from(from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error>;
+    nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
+    children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
+    edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
+    edge_count() -> Result<Option<u64>, Error>;
+    indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
+    control_records(kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
+    labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+    index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
+    latest_checkpoint() -> Result<Option<String>, Error>;
+    setting(key: &str) -> Result<Option<String>, Error>;
+    embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
+}
+
+impl TextIndex for Snapshot<'_> {
+    fn search(&self, terms: &SearchTerms, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
+        Reader(&self.conn).search(terms, scope, limit)
+    }
+}
+
+impl Backend for SqliteStore {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn location(&self) -> String {
+        match &self.path {
+            Some(p) => format!("sqlite:{}", p.display()),
+            None => "sqlite::memory:".to_string(),
+        }
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn BackendRead + '_>, Error> {
+        let conn = self.reader()?;
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        Ok(Box::new(Snapshot { conn }))
+    }
+
+    fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
+        let mut conn = self.lock_writer()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let first = Reader(&tx).size()?;
+        let batch = guard.run(&Reader(&tx), first)?;
+        append::write(&tx, &batch, guard)?;
+        tx.commit()?;
+        self.committed();
+        Ok(first)
+    }
+
+    fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
+        self.lock_writer()?
+            .prepare_cached("INSERT OR REPLACE INTO checkpoints (size, note) VALUES (?1, ?2)")?
+            .execute(params![to_i64(note.size())?, note.note()])?;
+        self.committed();
+        Ok(())
+    }
+
+    fn save_embeddings(&self, rows: &[EmbeddingRow]) -> Result<(), Error> {
+        let mut conn = self.lock_writer()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        embeddings::save(&tx, rows)?;
+        tx.commit()?;
+        self.committed();
+        Ok(())
+    }
+
+    fn commits(&self) -> Option<u64> {
+        Some(self.commits.load(Ordering::SeqCst))
+    }
+}
