@@ -92,8 +92,8 @@ fn tune(seed: u64) -> Result<(), EvalError> {
     );
     println!("k\tlexical weight\trecall@8\tMRR");
     let mut grid = Vec::new();
-    for k in [10, 30, 60] {
-        for lexical in [0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0] {
+    for k in [5, 10, 20, 60] {
+        for lexical in [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0] {
             grid.push(HybridFusion {
                 k,
                 lexical,

@@ -64,6 +64,8 @@ pub struct Report {
     pub modes: Vec<ModeMetrics>,
     /// Whether hybrid's recall@8 is above both lexical's and semantic's.
     pub hybrid_recall_above_both: bool,
+    /// Queries answered in the first 8: lexical, semantic, hybrid.
+    pub hits_at_8: [usize; 3],
     /// Per query.
     #[serde(skip)]
     pub ranks: Vec<QueryRanks>,
@@ -187,19 +189,25 @@ pub fn measure(ds: &Dataset, model: &str, embed: &mut Embed<'_>) -> Result<Repor
             }
         })
         .collect();
-    let recall = |m: SearchMode| {
-        modes
+    // Compared in queries found, not in rounded shares.
+    let found = |pick: fn(&QueryRanks) -> Option<usize>| {
+        ranks
             .iter()
-            .find(|x| x.mode == m)
-            .map_or(0.0, |x| x.all.recall_at_8)
+            .filter(|r| pick(r).is_some_and(|x| x <= 8))
+            .count()
     };
+    let hits_at_8 = [
+        found(|r| r.lexical),
+        found(|r| r.semantic),
+        found(|r| r.hybrid),
+    ];
     Ok(Report {
         model: model.to_string(),
         seed: ds.seed,
         facts: ds.facts.len(),
         queries: ds.queries.len(),
-        hybrid_recall_above_both: recall(SearchMode::Hybrid)
-            > recall(SearchMode::Lexical).max(recall(SearchMode::Semantic)),
+        hybrid_recall_above_both: hits_at_8[2] > hits_at_8[0].max(hits_at_8[1]),
+        hits_at_8,
         modes,
         ranks,
     })
@@ -256,7 +264,11 @@ impl Report {
         }
         let _ = write!(
             s,
-            "\nHybrid recall@8 above the better of lexical and semantic: **{}**.\n\n{DOC_END}",
+            "\nQueries answered in the first 8: lexical {}, semantic {}, hybrid {} of {}. Hybrid recall@8 above the better of lexical and semantic: **{}**.\n\n{DOC_END}",
+            self.hits_at_8[0],
+            self.hits_at_8[1],
+            self.hits_at_8[2],
+            self.queries,
             if self.hybrid_recall_above_both {
                 "yes"
             } else {

@@ -28,10 +28,11 @@ pub struct HybridFusion {
 /// generator with seed [`TUNING_SEED`], `memlineage-retrieval-eval tune`; `docs/retrieval.md`,
 /// "Hybrid"): the embedding ranking leads, and BM25 breaks its near-ties and lifts the entries
 /// that hold a query's rare term (a code, a name) — at equal weight, BM25's noise on
-/// questions in other words pushed answers out of the first eight.
+/// questions in other words pushed answers out of the first eight. A small constant (5, not
+/// 60) keeps the weight on the first few ranks of each ranking, where their evidence is.
 pub const HYBRID: HybridFusion = HybridFusion {
-    k: RRF_K,
-    lexical: 0.25,
+    k: 5,
+    lexical: 0.3,
     semantic: 1.0,
 };
 
