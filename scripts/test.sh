@@ -10,5 +10,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ -z "${MEMLINEAGE_TEST_PYTHON:-}" ] && python3 -c 'import venv' 2>/dev/null; then
+    echo "== the official MCP Python SDK for the MCP tests (scripts/mcp-sdk.sh)"
+    MEMLINEAGE_TEST_PYTHON="$(scripts/mcp-sdk.sh)"
+    export MEMLINEAGE_TEST_PYTHON
+fi
+
 echo "== cargo tests (workspace, every feature)"
 cargo test --workspace --release --all-features
+
+echo "== python package tests (wheel, pytest, mypy --strict, ruff)"
+scripts/python-test.sh

@@ -78,6 +78,10 @@ enum Command {
     /// the scale run (`--scale`), or generate a store (`--generate N --out FILE`); see
     /// docs/performance.md.
     Bench(commands::bench::BenchArgs),
+    /// MemLineage over the Model Context Protocol: a memory server and a gateway (docs/mcp.md).
+    #[cfg(feature = "mcp")]
+    #[command(subcommand)]
+    Mcp(commands::mcp::McpCommand),
     /// Testing aids (hidden).
     #[command(subcommand, hide = true)]
     Debug(commands::debug::DebugCommand),
@@ -156,6 +160,8 @@ fn run(command: Command, ctx: &Ctx) -> Result<Outcome, CliError> {
         Command::Demo(a) => commands::demo::run(a, ctx),
         Command::Eval(a) => commands::eval::run(a, ctx),
         Command::Bench(a) => commands::bench::run(a, ctx),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(c) => commands::mcp::run(c, ctx),
         Command::Debug(c) => commands::debug::run(c, ctx),
     }
 }

@@ -9,6 +9,8 @@ pub mod demo;
 pub mod eval;
 pub mod gate;
 pub mod init;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod principal;
 pub mod proof;
 pub mod query;
