@@ -20,6 +20,7 @@ mod generate;
 mod runner;
 mod scale;
 mod scale_checks;
+pub mod scale_retrieval;
 mod scale_svg;
 mod scale_table;
 mod scale_writes;
@@ -35,8 +36,12 @@ pub use generate::{
     cached_store_path, default_cache_dir, generate_store,
 };
 pub use runner::{BenchOptions, BenchRow, ROW_NAMES, run};
-pub use scale::{ScaleOptions, ScalePoint, ScaleReport, scale};
-pub use scale_checks::{FLAT_SPREAD, LOG_SPREAD, RSS_GROWTH_MIB, ScaleCheck, scale_checks};
+pub use scale::{ScaleOptions, ScalePoint, ScaleReport, SharedEmbedder, scale};
+pub use scale_checks::{
+    FLAT_SPREAD, LOG_SPREAD, RETRIEVAL_BUDGET_NS, RSS_GROWTH_MIB, ScaleCheck, retrieval_checks,
+    scale_checks,
+};
+pub use scale_retrieval::{RetrievalPoint, measure_retrieval};
 pub use scale_svg::scale_svg;
 pub use scale_table::render_scale_table;
 pub use scale_writes::{DurableWriter, WRITE_ROUND, interleaved_writes, write_at};

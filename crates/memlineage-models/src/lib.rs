@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod attribution;
+pub mod embed;
 mod error;
 pub mod llama;
 mod locate;
@@ -46,6 +47,7 @@ use candle_core::quantized::gguf_file;
 use sha2::{Digest, Sha256};
 
 pub use attribution::{AttnAttrConfig, aggregate, default_layers};
+pub use embed::Embedder;
 pub use error::ModelError;
 pub use llama::{Compute, LlamaConfig};
 pub use locate::{ENV_MODEL, ENV_MODEL_DIR, default_model_dir};

@@ -24,6 +24,48 @@ fn model_dir_from(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
         .map(|h| PathBuf::from(h).join(".cache/memlineage/models"))
 }
 
+/// The lookup order of [`crate::Embedder::locate`], with the environment injected: like the
+/// language model's, with a directory in place of a file.
+pub(crate) fn locate_embedder_with(
+    explicit: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<PathBuf, ModelError> {
+    use crate::embed::{EMBEDDING_FILES, EMBEDDING_MODEL_DIR_NAME, ENV_EMBEDDING_MODEL};
+    let complete = |d: &Path| EMBEDDING_FILES.iter().all(|f| d.join(f).is_file());
+    let (dir, hint) = if let Some(p) = explicit {
+        (
+            p.to_path_buf(),
+            "The directory was given explicitly.".to_string(),
+        )
+    } else if let Some(p) = env(ENV_EMBEDDING_MODEL).filter(|p| !p.is_empty()) {
+        (
+            PathBuf::from(p),
+            format!("The directory came from ${ENV_EMBEDDING_MODEL}."),
+        )
+    } else if let Some(d) = model_dir_from(env) {
+        (
+            d.join(EMBEDDING_MODEL_DIR_NAME),
+            format!(
+                "Neither an explicit directory nor ${ENV_EMBEDDING_MODEL} was given, so the \
+                 default (${ENV_MODEL_DIR}, else $HOME/.cache/memlineage/models) was used."
+            ),
+        )
+    } else {
+        return Err(ModelError::EmbeddingModelNotFound {
+            searched: vec![],
+            hint: format!("Neither ${ENV_EMBEDDING_MODEL}, ${ENV_MODEL_DIR} nor $HOME is set."),
+        });
+    };
+    if complete(&dir) {
+        Ok(dir)
+    } else {
+        Err(ModelError::EmbeddingModelNotFound {
+            searched: vec![dir],
+            hint,
+        })
+    }
+}
+
 /// The lookup order of [`crate::LocalModel::locate`], with the environment injected.
 pub(crate) fn locate_with(
     explicit: Option<&Path>,
@@ -137,5 +179,47 @@ mod tests {
         let e = locate_with(None, &env(&[])).expect_err("nothing");
         assert!(e.to_string().contains("fetch-model.sh"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn embedder_order_is_explicit_then_env_dir_then_model_dir() {
+        use crate::embed::{EMBEDDING_FILES, EMBEDDING_MODEL_DIR_NAME, ENV_EMBEDDING_MODEL};
+        let (root, _) = tmp_model();
+        let dir = root.join(EMBEDDING_MODEL_DIR_NAME);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let r = root.to_str().expect("utf8");
+        let d = dir.to_str().expect("utf8");
+        // Incomplete: an error naming the directory and the fetch script.
+        let e = locate_embedder_with(None, &env(&[(ENV_MODEL_DIR, r)])).expect_err("incomplete");
+        assert!(e.to_string().contains("fetch-embedding-model.sh"), "{e}");
+        assert!(e.to_string().contains(d), "{e}");
+        for f in EMBEDDING_FILES {
+            std::fs::write(dir.join(f), b"x").expect("file");
+        }
+        assert_eq!(
+            locate_embedder_with(None, &env(&[(ENV_MODEL_DIR, r)])).expect("default"),
+            dir
+        );
+        // The env directory wins, and a wrong one is an error, not a fallback.
+        let e = locate_embedder_with(
+            None,
+            &env(&[(ENV_EMBEDDING_MODEL, "/nonexistent"), (ENV_MODEL_DIR, r)]),
+        )
+        .expect_err("env");
+        assert!(e.to_string().contains("MEMLINEAGE_EMBEDDING_MODEL"), "{e}");
+        assert_eq!(
+            locate_embedder_with(None, &env(&[(ENV_EMBEDDING_MODEL, d)])).expect("env"),
+            dir
+        );
+        // The explicit directory wins over everything.
+        let e = locate_embedder_with(
+            Some(Path::new("/nonexistent")),
+            &env(&[(ENV_EMBEDDING_MODEL, d)]),
+        )
+        .expect_err("explicit");
+        assert!(e.to_string().contains("explicitly"), "{e}");
+        let e = locate_embedder_with(None, &env(&[])).expect_err("nothing");
+        assert!(e.to_string().contains("fetch-embedding-model.sh"), "{e}");
+        std::fs::remove_dir_all(&root).ok();
     }
 }

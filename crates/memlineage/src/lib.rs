@@ -17,6 +17,7 @@ pub mod clock;
 pub mod error;
 pub mod keyring;
 pub mod memory;
+pub mod search;
 pub mod store;
 pub mod transparency;
 #[cfg(feature = "unchecked-store-access")]
@@ -30,7 +31,7 @@ pub use memlineage_core::{AttributionName, PrincipalName};
 pub use memory::{AtRisk, RollbackWindow, VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use memory::{
     AuditReport, CopyReport, Direction, EntryView, GateOutcome, GateRequest, IdPrefix, IntoBackend,
-    Memory, Settings, UnrecordedGate, WriteRequest, Written,
+    Memory, RejectedEmbedding, Settings, UnrecordedGate, VectorIndexStatus, WriteRequest, Written,
 };
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;

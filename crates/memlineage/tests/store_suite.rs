@@ -3,7 +3,7 @@
 //! server can be started). What a backend must do — dense indices, Merkle nodes written once,
 //! reads by index, id, id range and writer, edges, control records by kind, index copies,
 //! forgotten rows with sticky erasure, raised labels, checkpoints, settings, scoped full-text
-//! search — and that a failed append changes nothing. The behaviour of the handle on each
+//! search, stored embeddings — and that a failed append changes nothing. The behaviour of the handle on each
 //! backend is tested in `memory_write.rs` and `gate_banking.rs`; the same log on every backend
 //! gives the same answers in `memory_store.rs`.
 
@@ -11,7 +11,7 @@ mod common;
 
 use common::{derived, p, setup_with};
 use memlineage::error::{IdPrefixError, IntegrityCheck};
-use memlineage::store::{Backend, NewRecord, SearchTerms};
+use memlineage::store::{Backend, EmbeddingRow, NewRecord, SearchTerms};
 use memlineage::unchecked::{self, Effect};
 use memlineage::{Error, ErrorKind, IdPrefix, Memory, WriteRequest};
 use memlineage_core::entry::{EntryKind, Scope};
@@ -29,6 +29,7 @@ common::all_stores!(
     search_is_scoped_ranked_and_live_only,
     control_records_and_index_copies,
     checkpoints_and_settings,
+    embeddings_are_kept_by_model_for_live_entries_only,
 );
 
 fn raw(mem: &Memory) -> &dyn Backend {
@@ -454,5 +455,79 @@ fn checkpoints_and_settings(store: fn() -> Box<dyn Backend>) {
     assert_eq!(
         r.nodes(&[NodeId::leaf(size - 1)]).unwrap()[0],
         merkle::leaf_hash(&last.leaf)
+    );
+}
+
+fn embedding(index: u64, model: &str, byte: u8) -> EmbeddingRow {
+    EmbeddingRow {
+        index,
+        model: model.to_string(),
+        vector: vec![byte; 8],
+        binding: Hash256::of(&[byte]),
+    }
+}
+
+/// Stored embeddings (derived rows the handle checks): kept by model and index, replaced by a
+/// later save, never kept for an index past the log or a forgotten entry, and deleted when
+/// their entry is forgotten.
+fn embeddings_are_kept_by_model_for_live_entries_only(store: fn() -> Box<dyn Backend>) {
+    let mem = setup_with(store());
+    let a = mem.size().unwrap();
+    note(&mem, "agent", "first");
+    note(&mem, "agent", "second");
+    let gone = note(&mem, "agent", "third");
+    let backend = raw(&mem);
+    backend
+        .save_embeddings(&[
+            embedding(a, "m@1", 1),
+            embedding(a + 1, "m@1", 2),
+            embedding(a + 2, "m@1", 3),
+            embedding(a, "m@2", 4),
+            // Past the end of the log: not kept.
+            embedding(a + 99, "m@1", 5),
+        ])
+        .unwrap();
+    let got = backend.embeddings("m@1", 0, u64::MAX).unwrap();
+    assert_eq!(
+        got,
+        [
+            embedding(a, "m@1", 1),
+            embedding(a + 1, "m@1", 2),
+            embedding(a + 2, "m@1", 3)
+        ]
+    );
+    assert_eq!(
+        backend.embeddings("m@1", a + 1, 1).unwrap(),
+        [embedding(a + 1, "m@1", 2)]
+    );
+    assert_eq!(
+        backend.embeddings("m@2", 0, u64::MAX).unwrap(),
+        [embedding(a, "m@2", 4)]
+    );
+    assert!(backend.embeddings("m@3", 0, u64::MAX).unwrap().is_empty());
+    // A later save replaces.
+    backend.save_embeddings(&[embedding(a, "m@1", 9)]).unwrap();
+    assert_eq!(
+        backend.embeddings("m@1", a, 1).unwrap(),
+        [embedding(a, "m@1", 9)]
+    );
+    // Forgetting deletes the entry's rows of every model, and none is kept for it after.
+    mem.forget(&p("operator"), &gone, false, "stale").unwrap();
+    let backend = raw(&mem);
+    assert!(backend.embeddings("m@1", a + 2, 1).unwrap().is_empty());
+    backend
+        .save_embeddings(&[embedding(a + 2, "m@1", 3)])
+        .unwrap();
+    assert!(backend.embeddings("m@1", a + 2, 1).unwrap().is_empty());
+    assert_eq!(backend.embeddings("m@1", 0, u64::MAX).unwrap().len(), 2);
+    // The snapshot reads them too.
+    assert_eq!(
+        backend
+            .snapshot()
+            .unwrap()
+            .embeddings("m@1", 0, u64::MAX)
+            .unwrap()
+            .len(),
+        2
     );
 }

@@ -25,6 +25,11 @@ pub struct BenchArgs {
     /// operation as n grows, and the growth checks.
     #[arg(long, conflicts_with_all = ["generate", "only"])]
     pub scale: bool,
+    /// With --scale: also measure semantic and hybrid retrieval of 8 and the vector index,
+    /// at the sizes up to N (every entry is embedded once per run with all-MiniLM-L6-v2:
+    /// minutes at 10^5; needs the cargo feature `models`).
+    #[arg(long, value_name = "N", requires = "scale")]
+    pub semantic_up_to: Option<u64>,
     /// With --scale: also draw the plot into FILE (SVG).
     #[arg(long, value_name = "FILE", requires = "scale")]
     pub svg: Option<PathBuf>,
@@ -156,10 +161,29 @@ fn generate(a: &BenchArgs, n: u64, progress: &mut dyn FnMut(&str)) -> Result<Out
     Ok(Outcome::ok(json, text))
 }
 
+/// The embedding model of the scale run's semantic rows.
+#[cfg(feature = "models")]
+fn semantic_embedder() -> Result<memlineage_bench::SharedEmbedder, CliError> {
+    Ok(memlineage_bench::SharedEmbedder(
+        memlineage::search::embedder::load_default_embedder()?,
+    ))
+}
+
+#[cfg(not(feature = "models"))]
+fn semantic_embedder() -> Result<memlineage_bench::SharedEmbedder, CliError> {
+    Err(CliError::usage(
+        "--semantic-up-to needs the embedding model: this build lacks the cargo feature `models`",
+    ))
+}
+
 fn scale_run(a: &BenchArgs, progress: &mut dyn FnMut(&str)) -> Result<Outcome, CliError> {
     let mut opts = ScaleOptions::new(a.quick);
     opts.seed = a.seed;
     opts.cache_dir = a.cache.clone();
+    if let Some(n) = a.semantic_up_to {
+        opts.semantic_max_n = n;
+        opts.embedder = Some(semantic_embedder()?);
+    }
     let report = scale(&opts, progress).map_err(failed)?;
     let mut text = format!("{}\n{}", report.machine, render_scale_table(&report));
     if let Some(path) = &a.svg {

@@ -5,6 +5,7 @@ use crate::Ctx;
 use crate::output::{CliError, Outcome, preview, table};
 use clap::{Args, ValueEnum};
 use memlineage::Direction;
+use memlineage::search::SearchMode;
 use memlineage_core::entry::Scope;
 use memlineage_core::render::{lineage as fmt, prompt};
 use serde_json::json;
@@ -23,6 +24,30 @@ pub struct SearchArgs {
     /// Print the prompt rendering (structural blocks with escaped content) instead of a table.
     #[arg(long)]
     render: bool,
+    /// Ranking: `lexical` (BM25), `semantic` (all-MiniLM-L6-v2 embeddings; needs the cargo
+    /// feature `models` and scripts/fetch-embedding-model.sh) or `hybrid` (both, fused by
+    /// reciprocal rank fusion). Every result is verified the same way whatever the mode.
+    #[arg(long, default_value = "lexical")]
+    mode: SearchMode,
+}
+
+/// The handle, with the embedding model attached when the mode needs it.
+fn open_for(ctx: &Ctx, mode: SearchMode) -> Result<memlineage::Memory, CliError> {
+    let mem = open(&ctx.paths)?;
+    if mode == SearchMode::Lexical {
+        return Ok(mem);
+    }
+    #[cfg(feature = "models")]
+    {
+        Ok(mem.with_embedder(memlineage::search::embedder::load_default_embedder()?)?)
+    }
+    #[cfg(not(feature = "models"))]
+    {
+        drop(mem);
+        Err(CliError::usage(format!(
+            "--mode {mode} needs the embedding model: this build lacks the cargo feature `models` (cargo install with --features models, then run scripts/fetch-embedding-model.sh)"
+        )))
+    }
 }
 
 /// Runs `search`.
@@ -30,12 +55,13 @@ pub fn search(a: SearchArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     if a.limit == 0 || a.limit > 1000 {
         return Err(CliError::usage("--limit must be between 1 and 1000"));
     }
-    let mem = open(&ctx.paths)?;
+    let mem = open_for(ctx, a.mode)?;
     let scope = a.scope.unwrap_or_default();
-    let r = mem.search(&a.query, &scope, a.limit)?;
+    let r = mem.search_with(&a.query, &scope, a.limit, a.mode)?;
     let rendered = r.rendered_entries();
     let json = json!({
         "query": a.query,
+        "mode": a.mode.as_str(),
         "scope": scope.as_str(),
         "entries": prompt::render_json(&rendered),
         "dropped": r.dropped,

@@ -40,3 +40,27 @@ fn load(
     })
     .as_ref()
 }
+
+/// The embedding model (all-MiniLM-L6-v2), loaded once; `None` (after printing why) when its
+/// files are missing and `CI` is not set. Panics when they are missing and `CI` is set.
+pub fn embedder() -> Option<&'static memlineage_models::Embedder> {
+    static EMBEDDER: OnceLock<Option<memlineage_models::Embedder>> = OnceLock::new();
+    EMBEDDER
+        .get_or_init(|| match memlineage_models::Embedder::locate(None) {
+            Ok(dir) => {
+                let t = std::time::Instant::now();
+                let e = memlineage_models::Embedder::load(&dir)
+                    .unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()));
+                eprintln!("loaded {} in {:?}", e.model_id(), t.elapsed());
+                Some(e)
+            }
+            Err(e) => {
+                if std::env::var_os("CI").is_some() {
+                    panic!("CI is set but the embedding model is missing: {e}");
+                }
+                eprintln!("skipping embedding test: {e}");
+                None
+            }
+        })
+        .as_ref()
+}

@@ -7,6 +7,7 @@
 mod attribution;
 mod chat;
 mod common;
+mod embed;
 mod forward;
 mod prefix;
 mod tokenizer;

@@ -23,6 +23,7 @@ mod registry;
 mod relabel;
 mod retrieve;
 mod rollback;
+mod semantic;
 mod signature_helper;
 mod signing;
 pub(crate) mod stage;
@@ -30,6 +31,7 @@ mod verified_note;
 mod witnessing;
 mod write;
 
+pub use crate::search::stored::{RejectedEmbedding, VectorIndexStatus};
 pub use audit::{AuditProblem, AuditReport};
 pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY, UnrecordedGate};
 pub use lineage::Direction;
@@ -109,6 +111,9 @@ pub struct Memory {
     /// The helper thread that verifies retrievals' signatures beside them
     /// (`signature_helper.rs`).
     signatures: signature_helper::SignatureHelper,
+    /// The embedding model and vector index of semantic retrieval, when a model is attached
+    /// (`semantic.rs`).
+    semantic: Option<semantic::Semantic>,
     clock: Box<dyn Clock>,
     /// What a reader requires of the store's history (`reader.rs`), when set.
     reader: Option<reader::Reader>,
@@ -220,6 +225,7 @@ impl Memory {
             labels: label_cache::LabelCache::default(),
             verified_note: verified_note::VerifiedNote::default(),
             signatures: signature_helper::SignatureHelper::default(),
+            semantic: None,
             clock: Box::new(SystemClock),
             reader: None,
         }

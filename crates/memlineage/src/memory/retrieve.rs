@@ -110,6 +110,25 @@ impl Memory {
         let terms = SearchTerms::parse(query);
         let snap = self.backend.snapshot()?;
         let indices = snap.text_index().search(&terms, scope, limit)?;
+        self.retrieve_in(snap, indices, scope)
+    }
+
+    /// Reads the entries an index found (leaf indices, best first) and verifies them for a
+    /// prompt within `scope`, exactly as [`Memory::search`] verifies its results: whatever
+    /// index found them, the checks are the same, so an index outside the handle (or a
+    /// tampered one) can only choose and order candidates.
+    pub fn retrieve_indices(&self, indices: Vec<u64>, scope: &Scope) -> Result<Retrieval, Error> {
+        let snap = self.backend.snapshot()?;
+        self.retrieve_in(snap, indices, scope)
+    }
+
+    /// [`Memory::retrieve_indices`] within a snapshot the caller already holds.
+    pub(crate) fn retrieve_in(
+        &self,
+        snap: Snapshot<'_>,
+        indices: Vec<u64>,
+        scope: &Scope,
+    ) -> Result<Retrieval, Error> {
         let mut candidates = Vec::with_capacity(indices.len());
         let mut dropped = Vec::new();
         let mut batch = batch_read(indices.len(), snap.entries_by_index(&indices));

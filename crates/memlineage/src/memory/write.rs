@@ -452,6 +452,8 @@ impl Memory {
             stage::build(reader, first, recs, &effects, settings.clone())
         };
         let first = self.backend.append(&mut AppendGuard::new(&mut check))?;
+        // Embeddings at write time, when a model is attached (derived data: `semantic.rs`).
+        self.index_written();
         if new_registry.is_some() || new_distrust.is_some() {
             let (registry, next) = match new_registry {
                 Some((r, next)) => (Arc::new(r), next),

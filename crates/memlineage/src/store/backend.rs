@@ -19,7 +19,7 @@
 //! `SQLITE_OPEN_READ_ONLY`, so not even a bug in this crate could write through it.
 
 use super::rows::{
-    AppendBatch, ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
 };
 use super::text::SearchTerms;
 use crate::error::Error;
@@ -119,6 +119,15 @@ pub trait BackendRead {
 
     /// The full-text index over the live content entries.
     fn text_index(&self) -> &dyn TextIndex;
+
+    /// The stored embeddings of `model` for entries with index in `[start, start + limit)`,
+    /// in index order (`docs/retrieval.md`, "Stored embeddings"). Raw rows: the handle checks
+    /// each one's binding to its entry before it uses the vector. Provided: none (a backend
+    /// without an embeddings table; the handle then embeds the content again).
+    fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
+        let _ = (model, start, limit);
+        Ok(Vec::new())
+    }
 }
 
 /// A reference reads what it refers to (a wrapper can hand itself out as its snapshot).
@@ -180,6 +189,9 @@ impl<T: BackendRead + ?Sized> BackendRead for &T {
     fn text_index(&self) -> &dyn TextIndex {
         (**self).text_index()
     }
+    fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
+        (**self).embeddings(model, start, limit)
+    }
 }
 
 /// The full-text index a backend keeps beside the log, written in the append transaction (the
@@ -226,6 +238,16 @@ pub trait Backend: BackendRead + Send + Sync {
     /// [`StoreState::ReadOnly`]: crate::error::StoreState::ReadOnly
     fn read_only(&self) -> bool;
 
+    /// Keeps embeddings (insert or replace by index and model), in one transaction. A row for
+    /// an entry that is not in the log or that a tombstone has forgotten is not kept (checked
+    /// inside the transaction, so an embedding computed before a concurrent tombstone never
+    /// outlives it). Derived data: the handle writes it after the entry is logged, and embeds
+    /// again whatever is missing. Provided: nothing is kept.
+    fn save_embeddings(&self, rows: &[EmbeddingRow]) -> Result<(), Error> {
+        let _ = rows;
+        Ok(())
+    }
+
     /// Write transactions committed through this backend value, when it counts them (each is
     /// one sync on a durable backend): how group commit shows.
     fn commits(&self) -> Option<u64> {
@@ -244,7 +266,8 @@ pub enum WriteStage {
     Entries,
     /// The Merkle nodes are written.
     Nodes,
-    /// The edges, forgotten rows and effective labels are written.
+    /// The edges, forgotten rows and effective labels are written (and the stored embeddings
+    /// of forgotten entries deleted).
     Derived,
     /// Everything is written; the commit comes next.
     Commit,

@@ -151,7 +151,7 @@ pub struct EdgeRow {
 
 /// The forgotten-entry row of a target after a tombstone: the row to put, final (the handle
 /// has applied the rule that erasure is sticky). When `erased`, the backend also drops the
-/// target's content; in every case it drops the target from the full-text index.
+/// target's content; in every case it drops the target from the full-text index and its stored embeddings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ForgottenRow {
     /// The forgotten entry.
@@ -198,4 +198,21 @@ impl NoteRow {
     pub fn note(&self) -> &str {
         &self.note
     }
+}
+
+/// A stored embedding of one entry's content: a derived row, never signed, recomputable from
+/// the content with the model (`docs/retrieval.md`, "Stored embeddings"). The handle writes it
+/// after the entry is logged and checks `binding` against the entry's signed id and content
+/// hash before it uses the vector; a backend only stores and returns the bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmbeddingRow {
+    /// Leaf index of the entry.
+    pub index: u64,
+    /// The model's id (`all-MiniLM-L6-v2@53aa51172d14`): vectors of different models never mix.
+    pub model: String,
+    /// The components, little-endian IEEE 754 single floats.
+    pub vector: Vec<u8>,
+    /// SHA-256 binding the vector to the model, the entry id and its content hash (computed by
+    /// the handle, `search/stored.rs`).
+    pub binding: Hash256,
 }

@@ -126,6 +126,14 @@ macro_rules! delegate_backend {
             fn text_index(&self) -> &dyn memlineage::store::TextIndex {
                 self.$f.text_index()
             }
+            fn embeddings(
+                &self,
+                model: &str,
+                start: u64,
+                limit: u64,
+            ) -> Result<Vec<memlineage::store::EmbeddingRow>, memlineage::Error> {
+                self.$f.embeddings(model, start, limit)
+            }
         }
     };
 }
@@ -159,6 +167,12 @@ impl Backend for InTempDir {
     }
     fn save_checkpoint(&self, note: &memlineage::store::NoteRow) -> Result<(), memlineage::Error> {
         self.inner.save_checkpoint(note)
+    }
+    fn save_embeddings(
+        &self,
+        rows: &[memlineage::store::EmbeddingRow],
+    ) -> Result<(), memlineage::Error> {
+        self.inner.save_embeddings(rows)
     }
     fn commits(&self) -> Option<u64> {
         self.inner.commits()

@@ -17,7 +17,7 @@ mod search;
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
 use super::provided::{erased_control, missing_node};
 use super::rows::{
-    AppendBatch, ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
 };
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StorageError, StoreState};
@@ -114,6 +114,8 @@ struct State {
     checkpoints: BTreeMap<u64, String>,
     settings: BTreeMap<String, String>,
     search: SearchIndex,
+    /// Stored embeddings: model → leaf index → (vector bytes, binding).
+    embeddings: BTreeMap<String, BTreeMap<u64, (Vec<u8>, Hash256)>>,
 }
 
 /// The store's hash maps: keyed by ids, names and texts that writers choose, so hashed with
@@ -263,6 +265,9 @@ impl State {
         for f in batch.forgotten {
             self.forgotten.insert(f.target, (f.tombstone, f.erased));
             self.search.remove(f.target_index);
+            for vectors in self.embeddings.values_mut() {
+                vectors.remove(&f.target_index);
+            }
             if f.erased
                 && let Some(row) = usize::try_from(f.target_index)
                     .ok()
@@ -426,6 +431,22 @@ impl BackendRead for State {
     fn text_index(&self) -> &dyn TextIndex {
         self
     }
+
+    fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
+        let end = start.saturating_add(limit);
+        Ok(self
+            .embeddings
+            .get(model)
+            .into_iter()
+            .flat_map(|vectors| vectors.range(start..end))
+            .map(|(index, (vector, binding))| EmbeddingRow {
+                index: *index,
+                model: model.to_string(),
+                vector: vector.clone(),
+                binding: *binding,
+            })
+            .collect())
+    }
 }
 
 impl TextIndex for State {
@@ -491,6 +512,7 @@ macro_rules! reads {
             latest_checkpoint() -> Result<Option<String>, Error>;
             checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
             setting(key: &str) -> Result<Option<String>, Error>;
+            embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
         }
     };
 }
@@ -535,5 +557,24 @@ impl Backend for MemoryStore {
 
     fn read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn save_embeddings(&self, rows: &[EmbeddingRow]) -> Result<(), Error> {
+        let mut state = self.write()?;
+        for row in rows {
+            // Only for an entry in the log that no tombstone has forgotten (under the write
+            // lock, so a tombstone appended first wins).
+            let live = state
+                .row(row.index)
+                .is_some_and(|r| !state.forgotten.contains_key(&r.id));
+            if live {
+                state
+                    .embeddings
+                    .entry(row.model.clone())
+                    .or_default()
+                    .insert(row.index, (row.vector.clone(), row.binding));
+            }
+        }
+        Ok(())
     }
 }

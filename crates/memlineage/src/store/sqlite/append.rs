@@ -68,6 +68,8 @@ pub(super) fn write(
         )?;
         let mut unindex = tx.prepare_cached("DELETE FROM search WHERE rowid = ?1")?;
         let mut erase = tx.prepare_cached("UPDATE content SET bytes = NULL WHERE idx = ?1")?;
+        // A vector is derived from the content: a forgotten entry keeps none.
+        let mut unembed = tx.prepare_cached("DELETE FROM embeddings WHERE idx = ?1")?;
         for f in &batch.forgotten {
             let idx = to_i64(f.target_index)?;
             put_forgotten.execute(params![
@@ -76,6 +78,7 @@ pub(super) fn write(
                 f.erased
             ])?;
             unindex.execute([idx])?;
+            unembed.execute([idx])?;
             if f.erased {
                 erase.execute([idx])?;
             }

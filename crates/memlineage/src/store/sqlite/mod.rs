@@ -14,6 +14,7 @@
 
 mod append;
 mod buckets;
+mod embeddings;
 mod entries;
 mod nodes;
 mod pool;
@@ -22,7 +23,7 @@ mod schema;
 mod search;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
-use super::rows::{ControlRecord, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote};
+use super::rows::{ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote};
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StoreState};
 use memlineage_core::entry::{EntryKind, Scope};
@@ -33,7 +34,7 @@ use pool::{Pool, Pooled};
 use read::Reader;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
-use schema::{CREATE, SCHEMA_VERSION};
+use schema::{CREATE, CREATE_EMBEDDINGS, SCHEMA_VERSION};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,6 +147,7 @@ impl SqliteStore {
             }
             .into());
         }
+        conn.execute_batch(CREATE_EMBEDDINGS)?;
         Ok(SqliteStore {
             writer: Mutex::new(conn),
             readers: path
@@ -247,6 +249,7 @@ delegate_read! {
     latest_checkpoint() -> Result<Option<String>, Error>;
     checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
+    embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
 }
 
 impl TextIndex for SqliteStore {
@@ -306,6 +309,7 @@ delegate_snapshot! {
     latest_checkpoint() -> Result<Option<String>, Error>;
     checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
     setting(key: &str) -> Result<Option<String>, Error>;
+    embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
 }
 
 impl TextIndex for Snapshot<'_> {
@@ -349,6 +353,15 @@ impl Backend for SqliteStore {
         self.lock_writer()?
             .prepare_cached("INSERT OR REPLACE INTO checkpoints (size, note) VALUES (?1, ?2)")?
             .execute(params![to_i64(note.size())?, note.note()])?;
+        self.committed();
+        Ok(())
+    }
+
+    fn save_embeddings(&self, rows: &[EmbeddingRow]) -> Result<(), Error> {
+        let mut conn = self.lock_writer()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        embeddings::save(&tx, rows)?;
+        tx.commit()?;
         self.committed();
         Ok(())
     }

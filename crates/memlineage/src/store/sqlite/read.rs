@@ -1,10 +1,10 @@
 //! The read queries, over any connection or transaction (autocommit reads, a snapshot, the
 //! append transaction).
 
-use super::{entries, nodes, search, to_i64};
+use super::{embeddings, entries, nodes, search, to_i64};
 use crate::error::{Error, IntegrityCheck};
 use crate::store::backend::{BackendRead, TextIndex};
-use crate::store::rows::{ControlRecord, EntryLabels, IndexRow, StoredEntry, StoredNote};
+use crate::store::rows::{ControlRecord, EmbeddingRow, EntryLabels, IndexRow, StoredEntry, StoredNote};
 use crate::store::text::SearchTerms;
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::label::{TrustLabel, Weight};
@@ -330,6 +330,10 @@ impl BackendRead for Reader<'_> {
 
     fn text_index(&self) -> &dyn TextIndex {
         self
+    }
+
+    fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
+        embeddings::read(self.0, model, start, limit)
     }
 }
 

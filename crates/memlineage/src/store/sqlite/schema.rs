@@ -61,3 +61,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(
     text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
 "#;
+
+/// The derived table of stored embeddings (issue 17), created on every open when missing, so
+/// a store made before it gains it without a new schema version: it holds nothing signed and
+/// everything in it is recomputable (`docs/store.md`, `docs/retrieval.md`).
+pub const CREATE_EMBEDDINGS: &str = r#"
+CREATE TABLE IF NOT EXISTS embeddings (
+    idx     INTEGER NOT NULL,            -- = entries.idx
+    model   TEXT NOT NULL,               -- the embedding model's id
+    vector  BLOB NOT NULL,               -- little-endian f32 components
+    binding BLOB NOT NULL,               -- SHA-256 binding to model, entry id, content hash
+    PRIMARY KEY (model, idx)
+);
+"#;

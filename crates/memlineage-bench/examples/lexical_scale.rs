@@ -1,0 +1,73 @@
+//! The lexical top-k alone, as the index grows: an in-memory `LexicalIndex` of the benchmark
+//! workload's texts (Zipf words, ~180 bytes each) at 10^3 … 10^6 documents, and the top 8 of
+//! the scale run's queries (two mid-frequency words). Prints, per size, the median of the exact
+//! top-k, the median and p99 of the windowed one (`CANDIDATE_WINDOW`), the blocks it decoded
+//! and the documents it scored against the postings a full ranking would score, and the
+//! index's build time.
+//!
+//! ```text
+//! cargo run --release -p memlineage-bench --example lexical_scale [MAX_N]
+//! ```
+
+use memlineage::search::lexical::{CANDIDATE_WINDOW, LexicalIndex};
+use memlineage_bench::fixtures::{Workload, queries};
+use memlineage_bench::fmt_ns;
+use memlineage_bench::stats::{Budget, measure};
+use std::hint::black_box;
+use std::time::Instant;
+
+fn main() {
+    let max: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let qs = queries();
+    let mut ix = LexicalIndex::new();
+    let mut w = Workload::new(1);
+    let mut n = 0u64;
+    let mut build_ns = 0u128;
+    println!(
+        "{:>8}  {:>9}  {:>9}  {:>9}  {:>14}  {:>12}  {:>10}  {:>8}",
+        "n", "exact", "windowed", "p99", "blocks decoded", "docs scored", "postings", "build"
+    );
+    for target in [1_000u64, 10_000, 100_000, 1_000_000] {
+        if target > max {
+            break;
+        }
+        let t = Instant::now();
+        while n < target {
+            let (_, text) = w.next_entry(1024);
+            ix.insert(n, &text);
+            n += 1;
+        }
+        build_ns += t.elapsed().as_nanos();
+        let mut i = 0usize;
+        let exact = measure(&Budget::new(1_000, 200, 20_000), || {
+            i = (i + 1) % qs.len();
+            black_box(ix.top_k(&qs[i], 8, |_| true));
+        });
+        let s = measure(&Budget::new(1_000, 200, 20_000), || {
+            i = (i + 1) % qs.len();
+            black_box(ix.top_k_within(&qs[i], 8, CANDIDATE_WINDOW, |_| true));
+        });
+        let (mut blocks, mut scored, mut postings) = (0u64, 0u64, 0u64);
+        for q in &qs {
+            let (_, st) = ix.top_k_with_stats(q, 8, CANDIDATE_WINDOW, |_| true);
+            blocks += st.blocks_decoded;
+            scored += st.docs_scored;
+            postings += st.postings;
+        }
+        let m = qs.len() as u64;
+        println!(
+            "{:>8}  {:>9}  {:>9}  {:>9}  {:>14}  {:>12}  {:>10}  {:>6.1} s",
+            n,
+            fmt_ns(exact.median_ns),
+            fmt_ns(s.median_ns),
+            fmt_ns(s.p99_ns),
+            blocks / m,
+            scored / m,
+            postings / m,
+            build_ns as f64 / 1e9
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! The early-terminating top-k against a full ranking.
+
+use super::LexicalIndex;
+use super::bm25::Collection;
+use super::tokens::{each_term, query_terms};
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+/// Every live document that holds a query term, scored term by term in query order, sorted
+/// best first (higher score, then lower document), filtered, cut to `k`.
+fn full_ranking(
+    texts: &[(u64, String)],
+    removed: &[u64],
+    query: &str,
+    k: usize,
+    accept: impl Fn(u64) -> bool,
+) -> Vec<(u64, f64)> {
+    let live: Vec<&(u64, String)> = texts.iter().filter(|(d, _)| !removed.contains(d)).collect();
+    let terms_of = |t: &str| {
+        let mut v = Vec::new();
+        each_term(t, &mut String::new(), |x| v.push(x.to_string()));
+        v
+    };
+    let total: u64 = live.iter().map(|(_, t)| terms_of(t).len() as u64).sum();
+    let col = Collection::new(live.len() as u64, total);
+    let q = query_terms(query);
+    let df: Vec<u64> = q
+        .iter()
+        .map(|t| live.iter().filter(|(_, x)| terms_of(x).contains(t)).count() as u64)
+        .collect();
+    let mut out = Vec::new();
+    for (doc, text) in &live {
+        let terms = terms_of(text);
+        let mut tf: HashMap<&str, u32> = HashMap::new();
+        for t in &terms {
+            *tf.entry(t.as_str()).or_default() += 1;
+        }
+        let mut score = 0.0;
+        let mut matched = false;
+        for (t, df) in q.iter().zip(&df) {
+            if let Some(n) = tf.get(t.as_str()) {
+                matched = true;
+                score += col.term_score(col.idf(*df), *n, terms.len() as u32);
+            }
+        }
+        if matched && accept(*doc) {
+            out.push((*doc, score));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(k);
+    out
+}
+
+fn text_strategy() -> impl Strategy<Value = String> {
+    // A small vocabulary, so that terms repeat, documents tie, and lists span several blocks.
+    let word = prop_oneof![
+        8 => "[a-e]",
+        2 => "[a-e]{2}",
+        1 => "(rent|due|vault|Code|ÉTÉ)",
+    ];
+    proptest::collection::vec(word, 0..12).prop_map(|w| w.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn top_k_is_the_full_ranking(
+        texts in proptest::collection::vec(text_strategy(), 1..400),
+        removed in proptest::collection::vec(0usize..400, 0..40),
+        query in "[a-e ]{0,3}( rent| vault| zz| code| été)?",
+        k in 0usize..20,
+        modulus in 1u64..5,
+        shuffled in any::<bool>(),
+    ) {
+        let docs: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64 * 3, t)).collect();
+        let mut ix = LexicalIndex::new();
+        let mut order: Vec<usize> = (0..docs.len()).collect();
+        if shuffled {
+            order.reverse();
+        }
+        for i in order {
+            ix.insert(docs[i].0, &docs[i].1);
+        }
+        let removed: Vec<u64> = removed.iter().filter_map(|i| docs.get(*i).map(|d| d.0)).collect();
+        for doc in &removed {
+            let text = &docs.iter().find(|d| d.0 == *doc).unwrap().1;
+            ix.remove(*doc, text);
+        }
+        let accept = |d: u64| (d / 3) % modulus != 1;
+        let want = full_ranking(&docs, &removed, &query, k, accept);
+        let got = ix.top_k(&query, k, accept);
+        prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>());
+        for (h, w) in got.iter().zip(&want) {
+            prop_assert!((h.score - w.1).abs() <= 1e-12 * (1.0 + w.1.abs()));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// The windowed top-k is the full ranking of the documents that hold a query term among
+    /// that term's last blocks of `window` postings, scored over every query term.
+    #[test]
+    fn windowed_top_k_is_the_full_ranking_of_its_candidates(
+        texts in proptest::collection::vec(text_strategy(), 1..600),
+        query in "[a-e ]{0,3}( rent| vault| code)?",
+        k in 1usize..12,
+        window in 1usize..400,
+    ) {
+        let docs: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
+        let mut ix = LexicalIndex::new();
+        for (d, t) in &docs {
+            ix.insert(*d, t);
+        }
+        // Each term's floor, as the index lays out its blocks.
+        let floors: Vec<(String, u64)> = query_terms(&query)
+            .into_iter()
+            .filter_map(|t| {
+                let list = ix.list(&t)?;
+                let mut held = 0usize;
+                let mut floor = 0u64;
+                for b in list.blocks.iter().rev() {
+                    if held >= window {
+                        floor = b.last + 1;
+                        break;
+                    }
+                    held += b.count as usize;
+                }
+                Some((t, floor))
+            })
+            .collect();
+        let candidate = |d: u64| {
+            let text = &docs[d as usize].1;
+            let mut terms = Vec::new();
+            each_term(text, &mut String::new(), |x| terms.push(x.to_string()));
+            floors.iter().any(|(t, f)| d >= *f && terms.contains(t))
+        };
+        let want = full_ranking(&docs, &[], &query, k, candidate);
+        let got = ix.top_k_within(&query, k, window, |_| true);
+        prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>());
+    }
+}
+
+/// With a window, the work per query stays bounded as the index grows.
+#[test]
+fn a_window_bounds_the_work() {
+    let ix = zipf_corpus(60_000);
+    let (_, exact) = ix.top_k_with_stats("w300 w907", 8, usize::MAX, |_| true);
+    let (hits, bounded) = ix.top_k_with_stats("w300 w907", 8, 128, |_| true);
+    assert_eq!(hits.len(), 8);
+    assert!(bounded.docs_scored <= 2 * 256 + 8, "{bounded:?}");
+    assert!(
+        bounded.docs_scored * 2 < exact.docs_scored,
+        "{bounded:?} {exact:?}"
+    );
+}
+
+#[test]
+fn removed_documents_are_never_returned() {
+    let mut ix = LexicalIndex::new();
+    ix.insert(0, "alpha beta");
+    ix.insert(1, "alpha");
+    ix.insert(2, "alpha gamma");
+    ix.remove(1, "alpha");
+    ix.remove(1, "alpha");
+    ix.remove(7, "alpha");
+    assert_eq!(ix.len(), 2);
+    let docs: Vec<u64> = ix
+        .top_k("alpha", 10, |_| true)
+        .iter()
+        .map(|h| h.doc)
+        .collect();
+    assert_eq!(docs, [0, 2]);
+    // Inserting a live document again changes nothing.
+    ix.insert(0, "something else");
+    assert_eq!(ix.top_k("something", 10, |_| true), []);
+    assert_eq!(ix.list("alpha").map(|l| l.df), Some(2));
+}
+
+/// A store-like corpus: `n` texts of 26–35 Zipf-distributed words `w0`, `w1`, … (as the
+/// benchmark's workload), and every 50th text also holds `rare`.
+fn zipf_corpus(n: u64) -> LexicalIndex {
+    let mut ix = LexicalIndex::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let words = 4096u64;
+    let h: f64 = (1..=words).map(|r| 1.0 / r as f64).sum();
+    let cdf: Vec<f64> = (1..=words)
+        .scan(0.0, |a, r| {
+            *a += 1.0 / r as f64 / h;
+            Some(*a)
+        })
+        .collect();
+    for doc in 0..n {
+        let len = 26 + next() % 10;
+        let mut text: Vec<String> = (0..len)
+            .map(|_| {
+                let u = (next() >> 11) as f64 / (1u64 << 53) as f64;
+                format!("w{}", cdf.partition_point(|c| *c < u))
+            })
+            .collect();
+        if doc % 50 == 0 {
+            text.push("rare".into());
+        }
+        ix.insert(doc, &text.join(" "));
+    }
+    ix
+}
+
+/// MaxScore: with a rare and a very common term, the common term's list is only probed for
+/// the rare term's documents — most of its blocks are never decoded.
+#[test]
+fn a_common_term_is_only_probed() {
+    let ix = zipf_corpus(40_000);
+    let common = ix.list("w0").unwrap();
+    let rare = ix.list("rare").unwrap();
+    assert!(common.df > 10 * rare.df);
+    let (hits, stats) = ix.top_k_with_stats("w0 rare", 8, usize::MAX, |_| true);
+    assert_eq!(hits.len(), 8);
+    assert!(stats.docs_scored <= rare.df + 8, "{stats:?}");
+    let blocks = (common.blocks.len() + rare.blocks.len()) as u64;
+    assert!(
+        stats.blocks_decoded * 2 < blocks,
+        "{stats:?} of {blocks} blocks"
+    );
+}
