@@ -165,7 +165,8 @@ fn a_connection_dropped_mid_append_loses_nothing_and_leaves_no_partial_batch() {
     for (round, stage) in WriteStage::ALL.into_iter().enumerate() {
         let size = mem.size().unwrap();
         *dropper.armed.lock().unwrap() = Some(stage);
-        let tag = format!("round {round}");
+        // One word, in no other round's entries: a search for it finds only this batch.
+        let tag = format!("round{round}tag");
         let written = match mem.write_batch(batch(&tag, 6)) {
             // Retried on a new connection (at the commit too, when the server's termination
             // notice answered `COMMIT`: then it certainly did not commit).

@@ -19,7 +19,8 @@
 //! `SQLITE_OPEN_READ_ONLY`, so not even a bug in this crate could write through it.
 
 use super::rows::{
-    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
+    StoredNote,
 };
 use super::text::SearchTerms;
 use crate::error::Error;

@@ -31,7 +31,8 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore, RETRY_FOR};
 pub use rows::{
-    AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, EntryRow, ForgottenRow, IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote,
+    AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, EntryRow, ForgottenRow,
+    IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -17,7 +17,8 @@ mod search;
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
 use super::provided::{erased_control, missing_node};
 use super::rows::{
-    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
+    StoredNote,
 };
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StorageError, StoreState};

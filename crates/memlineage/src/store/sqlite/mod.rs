@@ -23,7 +23,9 @@ mod schema;
 mod search;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
-use super::rows::{ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote};
+use super::rows::{
+    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+};
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StoreState};
 use memlineage_core::entry::{EntryKind, Scope};

@@ -4,7 +4,9 @@
 use super::{embeddings, entries, nodes, search, to_i64};
 use crate::error::{Error, IntegrityCheck};
 use crate::store::backend::{BackendRead, TextIndex};
-use crate::store::rows::{ControlRecord, EmbeddingRow, EntryLabels, IndexRow, StoredEntry, StoredNote};
+use crate::store::rows::{
+    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, StoredEntry, StoredNote,
+};
 use crate::store::text::SearchTerms;
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::label::{TrustLabel, Weight};
