@@ -29,8 +29,29 @@ common::all_stores!(
     search_is_scoped_ranked_and_live_only,
     control_records_and_index_copies,
     checkpoints_and_settings,
-    embeddings_are_kept_by_model_for_live_entries_only,
 );
+
+/// Stored embeddings (issue 17) on the backends that keep them. The PostgreSQL store does not
+/// keep them yet (it has the trait's provided no-op: semantic search there embeds again on
+/// each open; pgvector is open work, `docs/store.md`), so it is not in this list.
+mod embeddings {
+    #[test]
+    fn sqlite_file() {
+        super::embeddings_are_kept_by_model_for_live_entries_only(
+            crate::common::backends::sqlite_file,
+        );
+    }
+    #[test]
+    fn sqlite_mem() {
+        super::embeddings_are_kept_by_model_for_live_entries_only(
+            crate::common::backends::sqlite_mem,
+        );
+    }
+    #[test]
+    fn memory() {
+        super::embeddings_are_kept_by_model_for_live_entries_only(crate::common::backends::memory);
+    }
+}
 
 fn raw(mem: &Memory) -> &dyn Backend {
     mem.unchecked().backend()
