@@ -29,6 +29,38 @@ use memlineage_core::label::Weight;
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
 
+/// Calls `$callback! { PREFIX METHODS }` with every method of [`BackendRead`] (but
+/// `text_index`) as `name(args) -> return;`, so that each backend's forwarding impls (a store
+/// to its reader, a snapshot to its transaction) list them once, here, beside the trait: a
+/// method added to the trait is forwarded by every backend. The types are resolved where the
+/// callback expands.
+macro_rules! forward_reads {
+    ($callback:ident! { $($prefix:tt)* }) => {
+        $callback! { $($prefix)*
+            size() -> Result<u64, Error>;
+            entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
+            entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
+            entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
+            entry_by_index(index: u64) -> Result<Option<StoredEntry>, Error>;
+            entry_by_id(id: &EntryId) -> Result<Option<StoredEntry>, Error>;
+            ids_from(from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error>;
+            nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
+            children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
+            edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
+            edge_count() -> Result<Option<u64>, Error>;
+            indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
+            control_records(kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
+            labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+            index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
+            latest_checkpoint() -> Result<Option<String>, Error>;
+            checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
+            setting(key: &str) -> Result<Option<String>, Error>;
+            embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
+        }
+    };
+}
+pub(crate) use forward_reads;
+
 /// Read access to the stored log: outside a transaction (each call on its own), inside a read
 /// snapshot ([`Backend::snapshot`]), and inside the append transaction (what the guard reads).
 ///

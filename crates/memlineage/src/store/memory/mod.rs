@@ -496,25 +496,7 @@ macro_rules! held {
 
 macro_rules! reads {
     ($target:ty, $via:ident) => {
-        delegate_read! { $target, $via;
-            size() -> Result<u64, Error>;
-            entries(start: u64, limit: u64) -> Result<Vec<StoredEntry>, Error>;
-            entries_by_index(indices: &[u64]) -> Result<Vec<Option<StoredEntry>>, Error>;
-            entries_by_id(ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error>;
-            ids_from(from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error>;
-            nodes(ids: &[NodeId]) -> Result<Vec<Hash256>, Error>;
-            children(id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error>;
-            edge_weights(edges: &[(EntryId, EntryId)]) -> Result<Vec<Option<Weight>>, Error>;
-            edge_count() -> Result<Option<u64>, Error>;
-            indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
-            control_records(kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
-            labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
-            index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
-            latest_checkpoint() -> Result<Option<String>, Error>;
-            checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
-            setting(key: &str) -> Result<Option<String>, Error>;
-            embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
-        }
+        super::backend::forward_reads!(delegate_read! { $target, $via; });
     };
 }
 
