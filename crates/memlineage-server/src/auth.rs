@@ -128,6 +128,13 @@ impl Caller {
         ))
     }
 
+    /// The scopes whose entries the caller may read, for the gate's earliest-carrier rule
+    /// (a value's earliest carrier is looked for among them): `None` for an operator, who may
+    /// read every scope.
+    pub fn readable_scopes(&self) -> Option<Vec<Scope>> {
+        (!self.0.operator).then(|| self.0.scopes.clone())
+    }
+
     /// The token's scopes as text.
     pub fn scopes_text(&self) -> String {
         self.0.scopes_text()

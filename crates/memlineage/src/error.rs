@@ -382,6 +382,9 @@ pub enum IntegrityCheck {
     /// An entry failed verification where it had to pass (a parent to attribute, a context
     /// entry for the gate).
     Verification,
+    /// The value index (issue 19) lacks a key a stored content carries, or has not been
+    /// filled for the whole log.
+    ValueIndex,
 }
 
 impl IntegrityCheck {
@@ -399,6 +402,7 @@ impl IntegrityCheck {
             IntegrityCheck::StoredValue => "stored_value",
             IntegrityCheck::Lineage => "lineage",
             IntegrityCheck::Verification => "verification",
+            IntegrityCheck::ValueIndex => "value_index",
         }
     }
 }

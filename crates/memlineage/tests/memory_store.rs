@@ -60,6 +60,9 @@ impl Backend for Tampered {
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
         self.inner.save_checkpoint(note)
     }
+    fn save_values(&self, rows: &memlineage::store::ValueRows) -> Result<(), memlineage::Error> {
+        self.inner.save_values(rows)
+    }
     fn read_only(&self) -> bool {
         false
     }

@@ -76,6 +76,9 @@ impl Backend for Dropper {
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
         self.inner.save_checkpoint(note)
     }
+    fn save_values(&self, rows: &memlineage::store::ValueRows) -> Result<(), memlineage::Error> {
+        self.inner.save_values(rows)
+    }
     fn commits(&self) -> Option<u64> {
         self.inner.commits()
     }
@@ -105,6 +108,9 @@ impl Backend for Shared {
     }
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
         self.0.save_checkpoint(note)
+    }
+    fn save_values(&self, rows: &memlineage::store::ValueRows) -> Result<(), memlineage::Error> {
+        self.0.save_values(rows)
     }
     fn commits(&self) -> Option<u64> {
         self.0.commits()

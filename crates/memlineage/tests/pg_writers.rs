@@ -91,6 +91,9 @@ impl Backend for PauseMidBatch {
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
         self.inner.save_checkpoint(note)
     }
+    fn save_values(&self, rows: &memlineage::store::ValueRows) -> Result<(), memlineage::Error> {
+        self.inner.save_values(rows)
+    }
     fn commits(&self) -> Option<u64> {
         self.inner.commits()
     }

@@ -105,6 +105,9 @@ impl Backend for Faulty {
         self.strike(Point::Checkpoint)?;
         self.inner.save_checkpoint(note)
     }
+    fn save_values(&self, rows: &memlineage::store::ValueRows) -> Result<(), memlineage::Error> {
+        self.inner.save_values(rows)
+    }
     fn commits(&self) -> Option<u64> {
         self.inner.commits()
     }
@@ -134,6 +137,9 @@ impl Backend for Shared {
     }
     fn save_checkpoint(&self, note: &NoteRow) -> Result<(), Error> {
         self.0.save_checkpoint(note)
+    }
+    fn save_values(&self, rows: &memlineage::store::ValueRows) -> Result<(), memlineage::Error> {
+        self.0.save_values(rows)
     }
     fn commits(&self) -> Option<u64> {
         self.0.commits()

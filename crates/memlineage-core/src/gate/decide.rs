@@ -340,7 +340,6 @@ impl<'a> Cx<'_, '_, 'a> {
             &traced,
             self.input,
             &mut looks,
-            self.scratch,
         );
         self.spare = reason_for(out, param, rule, raw, traced, judged);
     }
@@ -394,6 +393,7 @@ fn reason_for<'a>(
                 require: rule.require,
                 rule: j.rule,
                 raised_by: j.raised_by,
+                earlier: j.earlier,
                 overruled: j.overruled,
             });
             (outcome, offending, path, finding, j.via, justifying)

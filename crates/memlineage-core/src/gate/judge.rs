@@ -8,11 +8,13 @@
 //! rule of paper §M4 with the store's τ and fallback, so the strict fallback's protection against
 //! weak untrusted edges holds at the gate as well.
 
+use super::earliest::{Earlier, FirstCarriers, raising};
 use super::message::{Rule, Why};
 use super::param_type::{ParamType, ParamValue};
 use super::policy::{Carriers, Policy, Provenance};
 use super::provenance::{Origin, value_origin};
 use super::trace::{Traced, carry_of};
+use super::value_key::ValueKey;
 use super::{ContextEntry, GateInput, Via};
 use crate::hash::EntryId;
 use crate::label::{TrustClass, TrustLabel};
@@ -35,6 +37,8 @@ pub(crate) struct Judgement<'a> {
     pub(crate) path: Cow<'a, [EntryId]>,
     /// The ancestor where the value first appeared, when it raised the decisive entry's label.
     pub(crate) raised_by: Option<EntryId>,
+    /// The value's earliest carrier in the log, when it raised the label.
+    pub(crate) earlier: Option<Earlier<'a>>,
     /// Carriers above `require` that did not decide because a trusted carrier did (`any`).
     pub(crate) overruled: Vec<EntryId>,
     /// For attribution: why the call, as a derived entry, has its label.
@@ -97,6 +101,7 @@ impl<'a> Tally<'a> {
             label: pick.label,
             path: pick.path,
             raised_by: pick.raised_by,
+            earlier: pick.earlier,
             overruled,
             rule: None,
             carriers: count,
@@ -114,23 +119,26 @@ pub(crate) fn judge<'a>(
     require: TrustLabel,
     value: &ParamValue,
     t: &Traced<'a>,
-    input: &GateInput<'_>,
+    input: &GateInput<'a>,
     looks: &mut dyn FnMut(&[&'a ContextEntry]) -> Vec<&'a ContextEntry>,
-    scratch: &mut String,
 ) -> Option<Judgement<'a>> {
     let any = policy.carriers == Carriers::Any;
+    let keys = match policy.provenance {
+        Provenance::Value => keys_for(input, kind, value),
+        Provenance::Entry => Vec::new(),
+    };
     match t.via {
         Via::Citation | Via::ValueMatch => {
             let mut tally = Tally::new();
             for &c in &t.justifying {
-                let o = carrier_origin(policy, kind, value, c, input, scratch);
+                let o = carrier_origin(policy, kind, value, c, input, &keys);
                 tally.add(c, o, require, true);
             }
             if !any {
                 // Under `all` every carrier is weighed, those that carry the value by look
                 // included (they fail it when above `require`).
                 for c in looks(&t.justifying) {
-                    let o = carrier_origin(policy, kind, value, c, input, scratch);
+                    let o = carrier_origin(policy, kind, value, c, input, &keys);
                     if o.label > require {
                         tally.add(c, o, require, false);
                     }
@@ -143,7 +151,7 @@ pub(crate) fn judge<'a>(
             // where it may have been read, and fails it.
             let mut tally = Tally::new();
             for c in looks(&[]) {
-                let o = carrier_origin(policy, kind, value, c, input, scratch);
+                let o = carrier_origin(policy, kind, value, c, input, &keys);
                 if o.label > require {
                     tally.add(c, o, require, false);
                 }
@@ -151,35 +159,127 @@ pub(crate) fn judge<'a>(
             if tally.count > 0 {
                 return tally.judgement(Via::ValueMatch, any, require);
             }
-            if t.via == Via::Attribution {
+            let judged = if t.via == Via::Attribution {
                 judge_attribution(t, input)
             } else {
                 None
+            };
+            match input.first_carriers {
+                Some(firsts) if !keys.is_empty() => from_the_log(judged, firsts, &keys, require),
+                _ => judged,
             }
         }
     }
 }
 
-/// The value label of one carrier (or its own label under `provenance = "entry"`).
+/// A value no context entry carries (justified by attribution, or by nothing) whose earliest
+/// carrier in the log is untrusted: that entry fails it (when above `require`), as the carrier
+/// the value was read from even though the context omits it (issue 19). Otherwise `judged`.
+fn from_the_log<'a>(
+    judged: Option<Judgement<'a>>,
+    firsts: &'a FirstCarriers,
+    keys: &[ValueKey],
+    require: TrustLabel,
+) -> Option<Judgement<'a>> {
+    let Some(e) = raising(firsts, keys, None) else {
+        return judged;
+    };
+    if e.label() <= require || judged.as_ref().is_some_and(|j| j.label >= e.label()) {
+        return judged;
+    }
+    let Earlier::Entry(first) = e else {
+        // Not looked up: fail closed on the judgement there is, at `EXTERNAL`.
+        return judged.map(|j| Judgement {
+            label: e.label(),
+            earlier: Some(e),
+            ..j
+        });
+    };
+    Some(Judgement {
+        via: Via::ValueMatch,
+        decisive: first,
+        by_look: false,
+        label: e.label(),
+        path: Cow::Borrowed(first.taint_path.as_slice()),
+        raised_by: None,
+        earlier: Some(e),
+        overruled: Vec::new(),
+        rule: None,
+        carriers: 1,
+    })
+}
+
+/// The value label of one carrier (or its own label under `provenance = "entry"`): through its
+/// declared ancestors ([`super::provenance`]), then raised by the value's earliest carrier in
+/// the log when that one is untrusted and earlier ([`super::earliest`]; `keys` are the keys of
+/// the value's readings, empty when the decision has no answers from the store).
 #[inline]
 pub(crate) fn carrier_origin<'a>(
     policy: &Policy,
     kind: &ParamType,
     value: &ParamValue,
     carrier: &'a ContextEntry,
-    input: &GateInput<'_>,
-    _scratch: &mut String,
+    input: &GateInput<'a>,
+    keys: &[ValueKey],
 ) -> Origin<'a> {
     match policy.provenance {
         Provenance::Entry => Origin {
             label: carrier.label,
             path: Cow::Borrowed(&carrier.taint_path),
             raised_by: None,
+            earlier: None,
         },
         Provenance::Value => {
             let mut carries = |e: &ContextEntry| carry_of(kind, value, e);
-            value_origin(carrier, input.ancestry, &mut carries)
+            let o = value_origin(carrier, input.ancestry, &mut carries);
+            match input.first_carriers {
+                Some(firsts) if !keys.is_empty() => raise(o, carrier, firsts, keys),
+                _ => o,
+            }
         }
+    }
+}
+
+/// `o` (the value label of `carrier`) raised by the value's earliest carrier, when that one
+/// raises it: the path then runs from the carrier to the earliest carrier and on along that
+/// one's own taint path.
+fn raise<'a>(
+    o: Origin<'a>,
+    carrier: &'a ContextEntry,
+    firsts: &'a FirstCarriers,
+    keys: &[ValueKey],
+) -> Origin<'a> {
+    let Some(e) = raising(firsts, keys, Some(&carrier.id)) else {
+        return o;
+    };
+    if e.label() <= o.label {
+        return o;
+    }
+    let mut path = vec![carrier.id];
+    if let Earlier::Entry(first) = e {
+        path.push(first.id);
+        if first.taint_path.first() == Some(&first.id) {
+            path.extend(first.taint_path.iter().skip(1).copied());
+        }
+    }
+    Origin {
+        label: e.label(),
+        path: Cow::Owned(path),
+        raised_by: None,
+        earlier: Some(e),
+    }
+}
+
+/// The keys of the readings of `value` when the decision has answers from the store's value
+/// index (else none: the earliest-carrier rule is off).
+pub(crate) fn keys_for(
+    input: &GateInput<'_>,
+    kind: &ParamType,
+    value: &ParamValue,
+) -> Vec<ValueKey> {
+    match input.first_carriers {
+        Some(_) => ValueKey::of_readings(kind, value),
+        None => Vec::new(),
     }
 }
 
@@ -241,6 +341,7 @@ fn judge_attribution<'a>(t: &Traced<'a>, input: &GateInput<'_>) -> Option<Judgem
         label: d.label,
         path,
         raised_by: None,
+        earlier: None,
         overruled: Vec::new(),
         carriers: t.justifying.len(),
         rule: Some(Rule {

@@ -8,6 +8,7 @@
 
 use super::ContextEntry;
 use super::decision::Via;
+use super::earliest::Earlier;
 use super::param_type::NormValue;
 use super::words::{entry_desc, id_list, path_desc, show_json, type_phrase};
 use crate::hash::EntryId;
@@ -78,6 +79,8 @@ pub(crate) struct Judged<'a> {
     pub(crate) rule: Option<Rule>,
     /// The ancestor where the value first appeared, when it raised the decisive entry's label.
     pub(crate) raised_by: Option<EntryId>,
+    /// The value's earliest carrier in the log, when it raised the label (issue 19).
+    pub(crate) earlier: Option<Earlier<'a>>,
     /// Less trusted carriers that a trusted one overruled (`carriers = "any"`).
     pub(crate) overruled: Vec<EntryId>,
 }
@@ -212,6 +215,20 @@ impl Judged<'_> {
                 origin.short(),
                 self.label
             ));
+        }
+        match self.earlier {
+            Some(Earlier::Entry(first)) if first.id == self.decisive.id => about.push_str(
+                ", the earliest entry of the log that carries the value (the context omits it; earliest carrier)",
+            ),
+            Some(Earlier::Entry(first)) => about.push_str(&format!(
+                ", whose value first appears in the log in the earlier {} (earliest carrier: {})",
+                entry_desc(first),
+                self.label
+            )),
+            Some(Earlier::NotLookedUp) => about.push_str(
+                ", and where the value first appears in the log was not looked up (counted EXTERNAL)",
+            ),
+            None => {}
         }
         let mut desc = entry_desc(self.decisive);
         if self.decisive.content.is_none() {
@@ -362,6 +379,7 @@ mod tests {
             require: TrustLabel::DerivedTrusted,
             rule: None,
             raised_by: None,
+            earlier: None,
             overruled: Vec::new(),
         }
     }

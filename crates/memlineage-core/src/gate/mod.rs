@@ -16,6 +16,7 @@ mod call;
 pub mod canon;
 mod decide;
 mod decision;
+mod earliest;
 mod error;
 mod ids;
 mod judge;
@@ -29,12 +30,14 @@ pub mod renderings;
 mod repair;
 mod summary;
 mod trace;
+mod value_key;
 mod wire;
 mod words;
 
 pub use call::ToolCall;
 pub use decide::decide;
 pub use decision::{Decision, GateDecision, Outcome, ParamReason, Repair, Via};
+pub use earliest::{Earliest, FirstCarrier, FirstCarriers};
 pub use error::GateError;
 pub use param_type::{Amount, Carry, Date, NormValue, ParamType, ParamValue, ValueError};
 pub use policy::{
@@ -42,6 +45,7 @@ pub use policy::{
     ToolPolicy, Unjustified, Unlisted,
 };
 pub use prepared::PreparedContext;
+pub use value_key::{INDEXED_TYPES, ValueKey, value_keys_of_arguments, value_keys_of_text};
 
 use crate::entry::EntryKind;
 use crate::hash::EntryId;
@@ -110,6 +114,11 @@ pub struct GateInput<'a> {
     /// The context's values, extracted once ([`PreparedContext`]); ignored unless it was
     /// prepared from exactly `context`.
     pub prepared: Option<&'a PreparedContext>,
+    /// The store's answers on where the checked values (and the repair candidates) first
+    /// appeared in the log, for the earliest-carrier rule of value provenance (issue 19,
+    /// `docs/gate.md`, "Earliest carrier"); `None`: the rule is off (a decision without a
+    /// store).
+    pub first_carriers: Option<&'a FirstCarriers>,
 }
 
 static NO_CITATIONS: BTreeMap<String, Vec<EntryId>> = BTreeMap::new();
@@ -130,7 +139,14 @@ impl<'a> GateInput<'a> {
             fallback: Fallback::Strict,
             ancestry: &NO_ANCESTRY,
             prepared: None,
+            first_carriers: None,
         }
+    }
+
+    /// With the store's answers on where values first appeared in the log.
+    pub fn with_first_carriers(mut self, firsts: &'a FirstCarriers) -> Self {
+        self.first_carriers = Some(firsts);
+        self
     }
 
     /// With the context's values extracted once, for several decisions over one context.

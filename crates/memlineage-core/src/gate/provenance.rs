@@ -23,6 +23,7 @@
 //! carrier; an erased parent counts as a carrier (by look) only when it is untrusted (its
 //! content cannot clear it, and cannot help).
 
+use super::earliest::Earlier;
 use super::param_type::Carry;
 use super::{Ancestry, ContextEntry};
 use crate::hash::EntryId;
@@ -42,6 +43,9 @@ pub(crate) struct Origin<'a> {
     /// The ancestor where the value first appeared, when it raised the label above the
     /// carrier's own.
     pub(crate) raised_by: Option<EntryId>,
+    /// The earliest carrier of the value in the log, when it raised the label further
+    /// ([`super::earliest`]).
+    pub(crate) earlier: Option<Earlier<'a>>,
 }
 
 /// A carrying parent: examined (by id; `true` when it carries the value exactly, `false` when
@@ -72,6 +76,7 @@ pub(crate) fn value_origin<'a>(
             label: start.label,
             path: Cow::Borrowed(&start.taint_path),
             raised_by: None,
+            earlier: None,
         };
     }
     let lookup = |id: &EntryId| -> Option<&ContextEntry> {
@@ -171,6 +176,7 @@ pub(crate) fn value_origin<'a>(
             label: start.label,
             path: Cow::Borrowed(&start.taint_path),
             raised_by: None,
+            earlier: None,
         };
     }
     // Follow the minimum down to the entry whose own label is the value label: the ancestor
@@ -208,5 +214,6 @@ pub(crate) fn value_origin<'a>(
         label: top.label,
         path: Cow::Owned(path),
         raised_by: Some(origin),
+        earlier: None,
     }
 }

@@ -10,7 +10,7 @@
 
 use super::decide::{Meta, check_all, finish};
 use super::error::GateError;
-use super::judge::carrier_origin;
+use super::judge::{carrier_origin, keys_for};
 use super::message::{Candidate, RepairNote, Said};
 use super::param_type::{Carry, NormValue, ParamType, ParamValue};
 use super::policy::{Carriers, Policy, ToolPolicy};
@@ -51,17 +51,17 @@ fn carried_above(
 
 /// Whether the value `v` that `e` offers is of trusted enough provenance: `e`'s value label
 /// (value provenance) is at or below `require`.
-fn provenance_ok(
+fn provenance_ok<'a>(
     policy: &Policy,
     kind: &ParamType,
     require: TrustLabel,
     v: &NormValue,
-    e: &ContextEntry,
-    input: &GateInput<'_>,
-    scratch: &mut String,
+    e: &'a ContextEntry,
+    input: &GateInput<'a>,
 ) -> bool {
     let value = ParamValue::one(v.clone());
-    carrier_origin(policy, kind, &value, e, input, scratch).label <= require
+    let keys = keys_for(input, kind, &value);
+    carrier_origin(policy, kind, &value, e, input, &keys).label <= require
 }
 
 /// Finds the repair candidate of a value of type `kind` that must be justified at `require`
@@ -71,7 +71,6 @@ pub(crate) fn pick<'a>(
     kind: &ParamType,
     require: TrustLabel,
     input: &GateInput<'a>,
-    scratch: &mut String,
 ) -> Pick<'a> {
     if !kind.can_repair() {
         return Pick::NotRepairable;
@@ -94,7 +93,7 @@ pub(crate) fn pick<'a>(
                     Carriers::All => carried_above(kind, require, &v, input),
                     Carriers::Any => false,
                 };
-                if excluded || !provenance_ok(policy, kind, require, &v, e, input, scratch) {
+                if excluded || !provenance_ok(policy, kind, require, &v, e, input) {
                     rejected.push(v);
                 } else {
                     found.push((v, e));
@@ -131,7 +130,7 @@ pub(crate) fn attempt<'a>(
             continue;
         }
         let pick = match c.kind {
-            Some(kind) if c.repairable => pick(policy, kind, c.require, input, scratch),
+            Some(kind) if c.repairable => pick(policy, kind, c.require, input),
             Some(_) => Pick::NotRepairable,
             None => {
                 refused = true;

@@ -157,6 +157,7 @@ pub async fn gate(
     req.repair = body.repair;
     req.repair_query = body.repair_query;
     req.scope = scope;
+    req.readable = caller.readable_scopes();
     let decided = state
         .read(move |mem| Ok(mem.gate_unrecorded(&policy, &req)))
         .await?;

@@ -31,6 +31,11 @@ pub struct GateRequest {
     pub repair_query: Option<String>,
     /// Scope for the repair retrieval.
     pub scope: Scope,
+    /// The scopes whose entries the caller may read, for the earliest-carrier rule (issue 19,
+    /// `docs/gate.md`, "Earliest carrier"): a value's earliest carrier is looked for among
+    /// them. `None`: every scope (a library caller holds the whole store); the service passes
+    /// its token's scopes.
+    pub readable: Option<Vec<Scope>>,
     /// The principal that signs the decision record.
     pub recorder: PrincipalName,
 }
@@ -46,6 +51,7 @@ impl GateRequest {
             repair: false,
             repair_query: None,
             scope: Scope::default(),
+            readable: None,
             recorder: recorder.clone(),
         }
     }
@@ -134,18 +140,39 @@ impl Memory {
         };
         // Value provenance needs the ancestry only for a sensitive tool under
         // `provenance = "value"`; otherwise it is never read.
-        let ancestry = if policy.is_sensitive(&req.call.name)
-            && policy.provenance == gate::Provenance::Value
-        {
+        let by_value =
+            policy.is_sensitive(&req.call.name) && policy.provenance == gate::Provenance::Value;
+        let ancestry = if by_value {
             self.ancestry(context.iter().chain(&pool), parents)?
         } else {
             Ancestry::new()
+        };
+        // Where the call's values (and, for repair, the trusted candidates) first appeared in
+        // the log: looked up before the pure decision (issue 19).
+        let firsts = if by_value {
+            let mut keys = gate::value_keys_of_arguments(&req.call.arguments);
+            if req.repair {
+                for e in context.iter().chain(&pool) {
+                    if let (false, Some(text)) = (e.label.is_untrusted(), &e.content) {
+                        keys.extend(gate::value_keys_of_text(text));
+                    }
+                }
+                keys.sort_unstable();
+                keys.dedup();
+            }
+            let entries: Vec<&ContextEntry> = context.iter().chain(&pool).collect();
+            Some(self.first_carriers(&keys, req.readable.as_deref(), &entries)?)
+        } else {
+            None
         };
         let mut input = GateInput::new(&req.call, &context, self.settings.tau)
             .with_citations(&req.citations)
             .with_attribution(&req.attribution)
             .with_fallback(self.settings.fallback)
             .with_ancestry(&ancestry);
+        if let Some(f) = &firsts {
+            input = input.with_first_carriers(f);
+        }
         if req.repair {
             input = input.with_repair(&pool);
         }
@@ -263,7 +290,7 @@ impl Memory {
         Ok((entries, parents))
     }
 
-    fn context_entry(&self, v: &super::EntryView) -> Result<ContextEntry, Error> {
+    pub(super) fn context_entry(&self, v: &super::EntryView) -> Result<ContextEntry, Error> {
         let id = v.entry.id();
         let taint_path = if v.effective_label.is_untrusted() {
             self.taint_path(&id)?

@@ -79,6 +79,12 @@ impl Memory {
                 settings.push((k.to_string(), v));
             }
         }
+        // The copy indexes every value it appends (issue 19); the keys of entries whose
+        // content the source had erased are not carried over (docs/store.md, "Value index").
+        settings.push((
+            super::value_index::VALUE_INDEX_SETTING.to_string(),
+            super::value_index::VALUE_INDEX_VERSION.to_string(),
+        ));
         let mut start = 0;
         while start < total {
             let rows = src.entries(start, COPY_CHUNK.min(total - start))?;

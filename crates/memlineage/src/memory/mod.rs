@@ -27,6 +27,7 @@ mod semantic;
 mod signature_helper;
 mod signing;
 pub(crate) mod stage;
+pub(crate) mod value_index;
 mod verified_note;
 mod witnessing;
 mod write;
@@ -143,6 +144,11 @@ impl Memory {
                 settings.fallback.as_str().to_string(),
             ),
             ("operator".to_string(), operator.to_string()),
+            // Every append indexes its entries' values from the start (issue 19).
+            (
+                value_index::VALUE_INDEX_SETTING.to_string(),
+                value_index::VALUE_INDEX_VERSION.to_string(),
+            ),
         ];
         let mem = Memory::from_parts(backend, settings);
         mem.keys.insert(operator, operator_key.clone());
@@ -192,6 +198,8 @@ impl Memory {
         }
         let mem = Memory::from_parts(backend, settings);
         mem.refresh_registry()?;
+        // A store made before the value index existed gets it now (issue 19).
+        mem.fill_value_index()?;
         Ok(mem)
     }
 

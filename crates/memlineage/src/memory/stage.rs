@@ -68,6 +68,13 @@ pub(crate) fn build(
             label: body.label,
             content: rec.content.clone(),
             search_text: rec.search_text.clone(),
+            // The value index (issue 19): every typed value the text carries, as the gate's
+            // extraction finds it; kept even if the content is later erased.
+            values: rec
+                .search_text
+                .as_deref()
+                .map(memlineage_core::gate::value_keys_of_text)
+                .unwrap_or_default(),
         });
     }
     let nodes = completed_nodes(txn, first, entries.iter().map(|e| e.leaf.as_slice()))?;

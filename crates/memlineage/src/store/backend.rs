@@ -20,11 +20,12 @@
 
 use super::rows::{
     AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
-    StoredNote,
+    StoredNote, ValueRows,
 };
 use super::text::SearchTerms;
 use crate::error::Error;
 use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::Weight;
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -56,6 +57,7 @@ macro_rules! forward_reads {
             checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
             setting(key: &str) -> Result<Option<String>, Error>;
             embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
+            value_carriers(key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error>;
         }
     };
 }
@@ -161,6 +163,13 @@ pub trait BackendRead {
         let _ = (model, start, limit);
         Ok(Vec::new())
     }
+
+    /// The leaf indices of the entries the value index holds under `key` (entries whose
+    /// content carried the value when it was logged, erased ones included), with index ≥
+    /// `from`, ascending, at most `limit` (issue 19, `docs/store.md`, "Value index"). Raw: the
+    /// handle reads and verifies the entries, and checks that a live one carries the value.
+    /// Required: a backend without the index would let an omitted lineage edge launder a value.
+    fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error>;
 }
 
 /// A reference reads what it refers to (a wrapper can hand itself out as its snapshot).
@@ -225,6 +234,9 @@ impl<T: BackendRead + ?Sized> BackendRead for &T {
     fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
         (**self).embeddings(model, start, limit)
     }
+    fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {
+        (**self).value_carriers(key, from, limit)
+    }
 }
 
 /// The full-text index a backend keeps beside the log, written in the append transaction (the
@@ -280,6 +292,12 @@ pub trait Backend: BackendRead + Send + Sync {
         let _ = rows;
         Ok(())
     }
+
+    /// Adds rows to the value index, and records its completeness marker when `rows` carries
+    /// one, in one transaction: how the handle fills the index of a store made before it
+    /// existed (`Memory::open`). Only the handle makes [`ValueRows`]. Appends index their own
+    /// entries ([`EntryRow::values`](super::EntryRow::values)).
+    fn save_values(&self, rows: &ValueRows) -> Result<(), Error>;
 
     /// Write transactions committed through this backend value, when it counts them (each is
     /// one sync on a durable backend): how group commit shows.

@@ -32,7 +32,7 @@ pub use memory::MemoryStore;
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore, RETRY_FOR};
 pub use rows::{
     AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, EntryRow, ForgottenRow,
-    IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote,
+    IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote, ValueRows,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -8,6 +8,7 @@
 //! and re-verifies it, so a store edited behind the program's back is caught.
 
 use memlineage_core::entry::{EntryKind, SignedEntry};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -134,6 +135,9 @@ pub struct EntryRow {
     pub content: Vec<u8>,
     /// Text for the full-text index (`None`: not indexed).
     pub search_text: Option<String>,
+    /// The keys of the typed values the text carries, sorted, for the value index (issue 19,
+    /// `docs/store.md`, "Value index"); kept after the content is erased.
+    pub values: Vec<ValueKey>,
 }
 
 /// One lineage edge, parent → child.
@@ -215,4 +219,29 @@ pub struct EmbeddingRow {
     /// SHA-256 binding the vector to the model, the entry id and its content hash (computed by
     /// the handle, `search/stored.rs`).
     pub binding: Hash256,
+}
+
+/// Rows for the value index made by the handle when it fills the index of an existing store
+/// ([`Backend::save_values`](super::Backend::save_values)): `(key, leaf index)` pairs, and the
+/// completeness marker (a setting) when the handle has indexed the whole log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueRows {
+    rows: Vec<(ValueKey, u64)>,
+    marker: Option<(String, String)>,
+}
+
+impl ValueRows {
+    pub(crate) fn new(rows: Vec<(ValueKey, u64)>, marker: Option<(String, String)>) -> ValueRows {
+        ValueRows { rows, marker }
+    }
+
+    /// The `(key, leaf index)` rows.
+    pub fn rows(&self) -> &[(ValueKey, u64)] {
+        &self.rows
+    }
+
+    /// The setting to record once the rows are in: `(key, value)`.
+    pub fn marker(&self) -> Option<(&str, &str)> {
+        self.marker.as_ref().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
 }

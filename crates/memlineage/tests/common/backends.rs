@@ -134,6 +134,14 @@ macro_rules! delegate_backend {
             ) -> Result<Vec<memlineage::store::EmbeddingRow>, memlineage::Error> {
                 self.$f.embeddings(model, start, limit)
             }
+            fn value_carriers(
+                &self,
+                key: &memlineage_core::gate::ValueKey,
+                from: u64,
+                limit: usize,
+            ) -> Result<Vec<u64>, memlineage::Error> {
+                self.$f.value_carriers(key, from, limit)
+            }
         }
     };
 }
@@ -167,6 +175,9 @@ impl Backend for InTempDir {
     }
     fn save_checkpoint(&self, note: &memlineage::store::NoteRow) -> Result<(), memlineage::Error> {
         self.inner.save_checkpoint(note)
+    }
+    fn save_values(&self, rows: &memlineage::store::ValueRows) -> Result<(), memlineage::Error> {
+        self.inner.save_values(rows)
     }
     fn save_embeddings(
         &self,

@@ -41,6 +41,7 @@ mod signatures;
 mod tests;
 mod tree;
 mod tree_checks;
+mod values;
 
 use super::Memory;
 use crate::error::Error;
@@ -174,6 +175,7 @@ impl Memory {
                     break;
                 };
                 let checked = self.check_chunk(&mut p, &rows)?;
+                values::check_chunk(self.reads(), &mut p.out, &rows, &checked.decoded)?;
                 if let Some(d) = derived.as_mut() {
                     let copies = self.reads().index_rows(start, CHUNK)?;
                     let decoded: Vec<Option<&SignedEntry>> =
@@ -289,6 +291,13 @@ impl Memory {
             );
             return Ok(());
         };
+        if !self.value_index_complete(self.reads())? {
+            p.report.problem(
+                None,
+                None,
+                "the value index is not marked complete (a store made before it existed, never opened for writing since, or an edited settings table): the gate refuses to decide on it until it is filled; opening the store for writing fills it".into(),
+            );
+        }
         let tau = self.reads().setting("tau")?;
         let fallback = self.reads().setting("fallback")?;
         let parsed = (

@@ -18,11 +18,12 @@ use super::backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
 use super::provided::{erased_control, missing_node};
 use super::rows::{
     AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
-    StoredNote,
+    StoredNote, ValueRows,
 };
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StorageError, StoreState};
 use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -117,6 +118,8 @@ struct State {
     search: SearchIndex,
     /// Stored embeddings: model → leaf index → (vector bytes, binding).
     embeddings: BTreeMap<String, BTreeMap<u64, (Vec<u8>, Hash256)>>,
+    /// The value index: key → leaf indices of the entries whose content carried the value.
+    values: FastMap<ValueKey, BTreeSet<u64>>,
 }
 
 /// The store's hash maps: keyed by ids, names and texts that writers choose, so hashed with
@@ -236,6 +239,9 @@ impl State {
             }
             if let Some(text) = &e.search_text {
                 self.search.insert(e.index, text);
+            }
+            for key in &e.values {
+                self.values.entry(*key).or_default().insert(e.index);
             }
             self.by_id.insert(e.id, e.index);
             self.ids.insert(e.id);
@@ -433,6 +439,17 @@ impl BackendRead for State {
         self
     }
 
+    fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {
+        Ok(self
+            .values
+            .get(key)
+            .into_iter()
+            .flat_map(|set| set.range(from..))
+            .take(limit)
+            .copied()
+            .collect())
+    }
+
     fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
         let end = start.saturating_add(limit);
         Ok(self
@@ -540,6 +557,18 @@ impl Backend for MemoryStore {
 
     fn read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn save_values(&self, rows: &ValueRows) -> Result<(), Error> {
+        self.writable()?;
+        let mut state = self.write()?;
+        for (key, index) in rows.rows() {
+            state.values.entry(*key).or_default().insert(*index);
+        }
+        if let Some((k, v)) = rows.marker() {
+            state.settings.insert(k.to_string(), v.to_string());
+        }
+        Ok(())
     }
 
     fn save_embeddings(&self, rows: &[EmbeddingRow]) -> Result<(), Error> {

@@ -22,6 +22,7 @@ pub(super) fn write(
     settings(conn, batch)?;
     entries(conn, batch)?;
     search_documents(conn, batch)?;
+    values(conn, batch)?;
     guard.reached(WriteStage::Entries)?;
     nodes(conn, batch)?;
     guard.reached(WriteStage::Nodes)?;
@@ -72,6 +73,32 @@ fn entries(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
     conn.execute(
         "INSERT INTO content (idx, bytes) SELECT * FROM unnest($1::int8[], $2::bytea[])",
         &[&idx, &contents],
+    )?;
+    Ok(())
+}
+
+/// The value-index rows of the new entries (issue 19).
+fn values(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut idx: Vec<i64> = Vec::new();
+    for e in &batch.entries {
+        for k in &e.values {
+            keys.push(k.as_bytes().as_slice());
+            idx.push(to_i64(e.index)?);
+        }
+    }
+    insert_values(conn, &keys, &idx)
+}
+
+/// Inserts value-index rows (present ones are kept: the rows are a set).
+pub(super) fn insert_values(conn: &mut Conn, keys: &[&[u8]], idx: &[i64]) -> Result<(), Error> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    conn.execute(
+        "INSERT INTO value_keys (key, idx) SELECT * FROM unnest($1::bytea[], $2::int8[]) \
+         ON CONFLICT DO NOTHING",
+        &[&keys, &idx],
     )?;
     Ok(())
 }

@@ -32,12 +32,13 @@ mod search;
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
 use super::location::OpenMode;
 use super::rows::{
-    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote, ValueRows,
 };
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StorageError, StoreState};
 use conn::{Conn, Pool, Pooled};
 use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::Weight;
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -448,6 +449,42 @@ impl Backend for PostgresStore {
                  ON CONFLICT (size) DO UPDATE SET note = excluded.note",
                 &[&size, &note.note()],
             )
+        })?;
+        self.committed();
+        Ok(())
+    }
+
+    fn save_values(&self, rows: &ValueRows) -> Result<(), Error> {
+        self.writable()?;
+        let keys: Vec<&[u8]> = rows
+            .rows()
+            .iter()
+            .map(|(k, _)| k.as_bytes().as_slice())
+            .collect();
+        let idx: Vec<i64> = rows
+            .rows()
+            .iter()
+            .map(|(_, i)| read::to_i64(*i))
+            .collect::<Result<_, _>>()?;
+        self.with(|c| {
+            c.batch("BEGIN")?;
+            let done = append::insert_values(c, &keys, &idx).and_then(|()| match rows.marker() {
+                Some((k, v)) => c
+                    .execute(
+                        "INSERT INTO settings (key, value) VALUES ($1, $2) \
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        &[&k, &v],
+                    )
+                    .map(|_| ()),
+                None => Ok(()),
+            });
+            match done {
+                Ok(()) => c.batch("COMMIT"),
+                Err(e) => {
+                    let _ = c.batch("ROLLBACK");
+                    Err(e)
+                }
+            }
         })?;
         self.committed();
         Ok(())

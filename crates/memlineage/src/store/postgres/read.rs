@@ -9,6 +9,7 @@ use crate::store::provided::{erased_control, missing_node};
 use crate::store::rows::{ControlRecord, EntryLabels, IndexRow, StoredEntry, StoredNote};
 use crate::store::text::SearchTerms;
 use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -400,6 +401,28 @@ impl BackendRead for Reader<'_> {
 
     fn text_index(&self) -> &dyn TextIndex {
         self
+    }
+
+    fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {
+        let from = to_i64(from)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with(|c| {
+            c.query(
+                "SELECT idx FROM value_keys WHERE key = $1 AND idx >= $2 ORDER BY idx LIMIT $3",
+                &[&key.as_bytes().as_slice(), &from, &limit],
+            )?
+            .iter()
+            .map(|r| {
+                let idx: i64 = r.try_get(0)?;
+                u64::try_from(idx).map_err(|_| {
+                    Error::integrity(
+                        IntegrityCheck::StoredValue,
+                        format!("value index row with negative index {idx}"),
+                    )
+                })
+            })
+            .collect()
+        })
     }
 }
 

@@ -32,10 +32,15 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         description: "full-text search: documents with their terms (GIN over array_to_tsvector) and BM25 statistics",
         sql: V2,
     },
+    Migration {
+        version: 3,
+        description: "the value index: keys of the typed values each content entry carries (issue 19)",
+        sql: V3,
+    },
 ];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The table of applied migrations.
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS memlineage_schema (
@@ -117,6 +122,17 @@ CREATE TABLE search_stats (
     length bigint NOT NULL               -- their tokens, in total
 );
 INSERT INTO search_stats (one, docs, length) VALUES (true, 0, 0);
+";
+
+/// Version 3: the value index (issue 19, `docs/store.md`, "Value index"): one row per typed
+/// value key an entry's content carried when it was logged, never deleted (erasure keeps the
+/// keys). The handle fills it for the entries logged before it existed (`Memory::open`).
+const V3: &str = "
+CREATE TABLE value_keys (
+    key bytea NOT NULL,                  -- 16 bytes: memlineage_core::gate::ValueKey
+    idx bigint NOT NULL,                 -- = entries.idx
+    PRIMARY KEY (key, idx)
+);
 ";
 
 /// SQLSTATEs of a lost race between two processes migrating at once: a unique violation (the

@@ -42,6 +42,13 @@ pub(super) fn write(
                 ins_fts.execute(params![idx, text])?;
             }
         }
+        super::values::insert(
+            tx,
+            batch
+                .entries
+                .iter()
+                .flat_map(|e| e.values.iter().map(move |k| (k, e.index))),
+        )?;
     }
     guard.reached(WriteStage::Entries)?;
     {

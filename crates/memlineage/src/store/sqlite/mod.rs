@@ -21,14 +21,16 @@ mod pool;
 mod read;
 mod schema;
 mod search;
+mod values;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
 use super::rows::{
-    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote, ValueRows,
 };
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StoreState};
 use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::Weight;
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -36,7 +38,7 @@ use pool::{Pool, Pooled};
 use read::Reader;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
-use schema::{CREATE, CREATE_EMBEDDINGS, SCHEMA_VERSION};
+use schema::{CREATE, CREATE_EMBEDDINGS, CREATE_VALUE_KEYS, SCHEMA_VERSION};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -150,6 +152,7 @@ impl SqliteStore {
             .into());
         }
         conn.execute_batch(CREATE_EMBEDDINGS)?;
+        conn.execute_batch(CREATE_VALUE_KEYS)?;
         Ok(SqliteStore {
             writer: Mutex::new(conn),
             readers: path
@@ -323,6 +326,20 @@ impl Backend for SqliteStore {
         let mut conn = self.lock_writer()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         embeddings::save(&tx, rows)?;
+        tx.commit()?;
+        self.committed();
+        Ok(())
+    }
+
+    fn save_values(&self, rows: &ValueRows) -> Result<(), Error> {
+        self.writable()?;
+        let mut conn = self.lock_writer()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        values::insert(&tx, rows.rows().iter().map(|(k, i)| (k, *i)))?;
+        if let Some(marker) = rows.marker() {
+            tx.prepare_cached("INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)")?
+                .execute(params![marker.0, marker.1])?;
+        }
         tx.commit()?;
         self.committed();
         Ok(())

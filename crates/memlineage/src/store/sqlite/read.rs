@@ -9,6 +9,7 @@ use crate::store::rows::{
 };
 use crate::store::text::SearchTerms;
 use memlineage_core::entry::{EntryKind, Scope};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::{TrustLabel, Weight};
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
@@ -336,6 +337,10 @@ impl BackendRead for Reader<'_> {
 
     fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
         embeddings::read(self.0, model, start, limit)
+    }
+
+    fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {
+        super::values::carriers(self.0, key, from, limit)
     }
 }
 

@@ -74,3 +74,14 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (model, idx)
 );
 "#;
+
+/// The value index (issue 19), created on every open when missing like the embeddings table: a
+/// store made before it gains it, and the handle fills it from the stored contents
+/// (`Memory::open`) before the gate relies on it (`docs/store.md`, "Value index").
+pub const CREATE_VALUE_KEYS: &str = r#"
+CREATE TABLE IF NOT EXISTS value_keys (
+    key BLOB NOT NULL,                   -- 16 bytes: the value's key (memlineage_core::gate::ValueKey)
+    idx INTEGER NOT NULL,                -- = entries.idx of an entry whose content carries it
+    PRIMARY KEY (key, idx)
+) WITHOUT ROWID;
+"#;

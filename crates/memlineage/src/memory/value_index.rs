@@ -1,0 +1,223 @@
+//! The value index wired to the handle (issue 19): filling it for stores made before it,
+//! and answering the gate's question "where did this value first appear in the log?" with
+//! verified entries (`docs/gate.md`, "Earliest carrier"; `docs/store.md`, "Value index").
+//!
+//! The index is a hint about where to look, never a source of trust: every carrier it names is
+//! read, decoded and verified like a retrieval result, and a live one must really carry the
+//! value (its content's keys are computed again), so a row added behind the program's back
+//! cannot vouch for anything. What the index cannot prove is its own completeness: `verify`
+//! checks that every live content entry is indexed under every key it carries.
+
+use super::{EntryView, Memory};
+use crate::error::{Error, IntegrityCheck, IntegrityError};
+use crate::store::{BackendRead, ValueRows};
+use memlineage_core::EntryId;
+use memlineage_core::entry::{EntryKind, Scope, SignedEntry};
+use memlineage_core::gate::{
+    ContextEntry, FirstCarrier, FirstCarriers, ValueKey, value_keys_of_text,
+};
+use memlineage_core::label::TrustLabel;
+use std::collections::BTreeMap;
+
+/// The setting that says the value index covers the whole log (every append indexes its own
+/// entries once it is set).
+pub(crate) const VALUE_INDEX_SETTING: &str = "value_index";
+/// Its value: version 1 of the key format ([`ValueKey`]).
+pub(crate) const VALUE_INDEX_VERSION: &str = "1";
+
+/// Entries read per step when filling the index.
+const FILL_CHUNK: u64 = 1024;
+/// Carriers of one key read per step.
+const CARRIER_STEP: usize = 16;
+/// Carriers of one key examined at most; beyond them the key counts as not looked up (an
+/// unexamined `EXTERNAL` carrier: fail closed).
+const MAX_CARRIERS_EXAMINED: usize = 256;
+
+/// The keys a stored entry is indexed under: those of its UTF-8 content, for entries that are
+/// not control records (the text the write path indexes).
+pub(crate) fn keys_of_stored(entry: &SignedEntry, content: Option<&[u8]>) -> Vec<ValueKey> {
+    if entry.body().kind.is_control() {
+        return Vec::new();
+    }
+    content
+        .and_then(|c| std::str::from_utf8(c).ok())
+        .map(value_keys_of_text)
+        .unwrap_or_default()
+}
+
+impl Memory {
+    /// Whether the value index covers the whole log.
+    pub(crate) fn value_index_complete(&self, reads: &dyn BackendRead) -> Result<bool, Error> {
+        Ok(reads.setting(VALUE_INDEX_SETTING)?.as_deref() == Some(VALUE_INDEX_VERSION))
+    }
+
+    /// Fills the value index of a store made before it existed, from the stored contents, and
+    /// marks it complete; nothing to do when it is (or when the store is opened read-only: the
+    /// gate then refuses to decide, see [`Memory::first_carriers`]). Entries erased before the
+    /// index existed have no content left to index (`docs/store.md`, "Value index").
+    pub(crate) fn fill_value_index(&self) -> Result<(), Error> {
+        if self.backend.read_only() || self.value_index_complete(self.reads())? {
+            return Ok(());
+        }
+        // Entries appended while this runs index themselves.
+        let total = self.reads().size()?;
+        let mut start = 0;
+        while start < total {
+            let rows = self.reads().entries(start, FILL_CHUNK.min(total - start))?;
+            let Some(last) = rows.last().map(|r| r.index) else {
+                break;
+            };
+            let mut keys = Vec::new();
+            for row in &rows {
+                let entry = super::read::decode_stored(row)?;
+                keys.extend(
+                    keys_of_stored(&entry, row.content.as_deref())
+                        .into_iter()
+                        .map(|k| (k, row.index)),
+                );
+            }
+            self.backend.save_values(&ValueRows::new(keys, None))?;
+            start = last + 1;
+        }
+        self.backend.save_values(&ValueRows::new(
+            Vec::new(),
+            Some((
+                VALUE_INDEX_SETTING.to_string(),
+                VALUE_INDEX_VERSION.to_string(),
+            )),
+        ))
+    }
+
+    /// The gate's answers from the value index: for every key, the earliest entry of the log
+    /// that carries the value and that the caller may see (`readable`: scopes whose entries it
+    /// may read, `None` for every scope), and the log positions of `entries` (the context and
+    /// the repair pool). Which carrier counts (`docs/gate.md`, "Earliest carrier"):
+    ///
+    /// - one that fails verification counts, as `EXTERNAL` (fail closed: it may be the
+    ///   attacker's);
+    /// - one the caller may not read is passed over (its existence is not the caller's to know);
+    /// - a live one whose content does not carry the value is passed over (a forged index row
+    ///   vouches for nothing; `verify` reports it);
+    /// - a forgotten or erased one counts only when it is untrusted: it can still taint, it can
+    ///   no longer vouch;
+    /// - else it counts, at its effective label (a distrusted one is untrusted).
+    ///
+    /// A key whose carriers run past [`MAX_CARRIERS_EXAMINED`] without one that counts is left
+    /// out: the gate then counts an unexamined `EXTERNAL` carrier.
+    pub(crate) fn first_carriers(
+        &self,
+        keys: &[ValueKey],
+        readable: Option<&[Scope]>,
+        entries: &[&ContextEntry],
+    ) -> Result<FirstCarriers, Error> {
+        let snap = self.backend.snapshot()?;
+        if !self.value_index_complete(&*snap)? {
+            return Err(IntegrityError::new(
+                IntegrityCheck::ValueIndex,
+                "the value index has not been filled for this store (made before it existed, and opened read-only since): open it once for writing, which fills it, before the gate decides on it",
+            )
+            .into());
+        }
+        let mut out = FirstCarriers::new();
+        for e in entries {
+            if let Some(l) = snap.labels_by_id(&e.id)? {
+                out.insert_position(e.id, l.index);
+            }
+        }
+        drop(snap);
+        for key in keys {
+            if let Some(first) = self.first_carrier(key, readable)? {
+                out.insert(*key, first);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The answer for one key: `Some(None)` when no carrier counts, `None` when the examination
+    /// gave up.
+    fn first_carrier(
+        &self,
+        key: &ValueKey,
+        readable: Option<&[Scope]>,
+    ) -> Result<Option<Option<FirstCarrier>>, Error> {
+        let mut from = 0;
+        let mut examined = 0;
+        loop {
+            let indices = self.reads().value_carriers(key, from, CARRIER_STEP)?;
+            let Some(&last) = indices.last() else {
+                return Ok(Some(None));
+            };
+            let stored = self.reads().entries_by_index(&indices)?;
+            let ids: Vec<EntryId> = stored.iter().flatten().map(|s| s.id).collect();
+            let r = self.recall_lineage(&ids)?;
+            let mut verified: BTreeMap<u64, &EntryView> =
+                r.entries.iter().map(|v| (v.index, v)).collect();
+            let dropped: BTreeMap<u64, EntryId> =
+                r.dropped.iter().map(|d| (d.index, d.id)).collect();
+            for index in &indices {
+                examined += 1;
+                if let Some(id) = dropped.get(index) {
+                    return Ok(Some(Some(unverified(*index, *id))));
+                }
+                let Some(v) = verified.remove(index) else {
+                    // Listed by the index but not in the log: a forged row.
+                    continue;
+                };
+                if let Some(first) = self.counts(v, key, readable)? {
+                    return Ok(Some(Some(first)));
+                }
+            }
+            if examined >= MAX_CARRIERS_EXAMINED {
+                return Ok(None);
+            }
+            from = last + 1;
+        }
+    }
+
+    /// Whether a verified carrier counts as the value's earliest (see
+    /// [`Memory::first_carriers`]), and as what.
+    fn counts(
+        &self,
+        v: &EntryView,
+        key: &ValueKey,
+        readable: Option<&[Scope]>,
+    ) -> Result<Option<FirstCarrier>, Error> {
+        let body = v.entry.body();
+        if let Some(scopes) = readable
+            && !scopes.iter().any(|s| s.contains(&body.scope))
+        {
+            return Ok(None);
+        }
+        let untrusted = v.effective_label.is_untrusted();
+        let gone = v.forgotten_by.is_some() || v.content.is_none();
+        if gone && !untrusted {
+            return Ok(None);
+        }
+        if let Some(content) = &v.content
+            && !keys_of_stored(&v.entry, Some(content)).contains(key)
+        {
+            return Ok(None);
+        }
+        let mut entry = self.context_entry(v)?;
+        entry.content = None;
+        Ok(Some(FirstCarrier {
+            index: v.index,
+            entry,
+        }))
+    }
+}
+
+/// A carrier that failed verification: an `EXTERNAL` carrier, the root of its own taint path.
+fn unverified(index: u64, id: EntryId) -> FirstCarrier {
+    FirstCarrier {
+        index,
+        entry: ContextEntry {
+            id,
+            label: TrustLabel::External,
+            writer: String::new(),
+            kind: EntryKind::Observation,
+            content: None,
+            taint_path: vec![id],
+        },
+    }
+}
