@@ -302,13 +302,17 @@ impl Agent<'_> {
         margin_bp: u16,
     ) -> Result<Item, EvalError> {
         let tau = self.mem.settings().tau;
-        let parents: Vec<Parent> = context
-            .iter()
-            .map(|i| Parent {
-                id: i.id,
-                weight: weight(weights, i.label, tau, margin_bp),
-            })
-            .collect();
+        let parents: Vec<Parent> = if weights == WeightsName::Omitted {
+            Vec::new()
+        } else {
+            context
+                .iter()
+                .map(|i| Parent {
+                    id: i.id,
+                    weight: weight(weights, i.label, tau, margin_bp),
+                })
+                .collect()
+        };
         let rendered: Vec<RenderedEntry> = context.iter().map(Item::rendered).collect();
         let h_ctx = context_hash(&render_text(&rendered));
         let w = self.mem.write(
@@ -398,7 +402,7 @@ pub(crate) fn weight(model: WeightsName, label: TrustLabel, tau: Weight, margin_
         WeightsName::Coarse => Weight::ONE,
         WeightsName::UnderTau => under(tau, margin_bp),
         WeightsName::UnderTauCover if label.is_untrusted() => under(tau, margin_bp),
-        WeightsName::UnderTauCover => Weight::ONE,
+        WeightsName::UnderTauCover | WeightsName::Omitted => Weight::ONE,
     }
 }
 
@@ -408,5 +412,6 @@ pub(crate) fn weights_name(model: WeightsName) -> &'static str {
         WeightsName::Coarse => "coarse",
         WeightsName::UnderTau => "adaptive_under_tau",
         WeightsName::UnderTauCover => "adaptive_under_tau_cover",
+        WeightsName::Omitted => "none",
     }
 }

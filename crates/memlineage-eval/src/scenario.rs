@@ -175,6 +175,9 @@ pub(crate) enum WeightsName {
     UnderTau,
     /// Edges to trusted parents 1.0, edges to untrusted parents τ − `margin`.
     UnderTauCover,
+    /// No edges at all: the writer omits the lineage (issue 19's parentless note). The
+    /// derived entry is a root the agent signs, `TRUSTED` by its writer.
+    Omitted,
 }
 
 /// A per-episode variable: a list (one value drawn per episode), `{cycle = [...]}` (value by

@@ -150,3 +150,91 @@ pub(crate) fn raising<'a>(
     }
     worst
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::EntryKind;
+    use crate::hash::Hash256;
+    use crate::label::TrustLabel;
+
+    fn entry(n: u8, label: TrustLabel) -> ContextEntry {
+        let id = EntryId(Hash256([n; 32]));
+        ContextEntry {
+            id,
+            label,
+            writer: format!("w{n}"),
+            kind: EntryKind::Observation,
+            content: None,
+            taint_path: if label.is_untrusted() {
+                vec![id]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn key(n: u8) -> ValueKey {
+        ValueKey([n; 16])
+    }
+
+    fn firsts(first: Option<(u64, ContextEntry)>, carrier: (u8, u64)) -> FirstCarriers {
+        let mut f = FirstCarriers::new();
+        f.insert(
+            key(1),
+            first.map(|(index, entry)| FirstCarrier { index, entry }),
+        );
+        f.insert_position(EntryId(Hash256([carrier.0; 32])), carrier.1);
+        f
+    }
+
+    #[test]
+    fn an_earlier_untrusted_first_carrier_raises() {
+        let f = firsts(Some((3, entry(9, TrustLabel::External))), (2, 7));
+        let c = EntryId(Hash256([2; 32]));
+        let e = raising(&f, &[key(1)], Some(&c)).expect("raised");
+        assert_eq!(e.label(), TrustLabel::DerivedUntrusted);
+        // No context carrier: the earliest carrier fails the value on its own.
+        assert!(raising(&f, &[key(1)], None).is_some());
+    }
+
+    #[test]
+    fn a_trusted_or_later_or_same_first_carrier_does_not_raise() {
+        let c = EntryId(Hash256([2; 32]));
+        let trusted = firsts(Some((3, entry(9, TrustLabel::Trusted))), (2, 7));
+        assert!(raising(&trusted, &[key(1)], Some(&c)).is_none());
+        // The carrier is logged before the index's first carrier: it is the earliest itself.
+        let later = firsts(Some((9, entry(9, TrustLabel::External))), (2, 7));
+        assert!(raising(&later, &[key(1)], Some(&c)).is_none());
+        let itself = firsts(Some((7, entry(2, TrustLabel::External))), (2, 7));
+        assert!(raising(&itself, &[key(1)], Some(&c)).is_none());
+        let nowhere = firsts(None, (2, 7));
+        assert!(raising(&nowhere, &[key(1)], Some(&c)).is_none());
+    }
+
+    #[test]
+    fn a_key_not_looked_up_fails_closed() {
+        let f = firsts(None, (2, 7));
+        let c = EntryId(Hash256([2; 32]));
+        let e = raising(&f, &[key(5)], Some(&c)).expect("fail closed");
+        assert_eq!(e.label(), TrustLabel::External);
+        assert!(matches!(e, Earlier::NotLookedUp));
+    }
+
+    #[test]
+    fn the_least_trusted_reading_decides() {
+        let mut f = firsts(Some((3, entry(9, TrustLabel::Trusted))), (2, 7));
+        f.insert(
+            key(2),
+            Some(FirstCarrier {
+                index: 1,
+                entry: entry(8, TrustLabel::External),
+            }),
+        );
+        let c = EntryId(Hash256([2; 32]));
+        let Some(Earlier::Entry(e)) = raising(&f, &[key(1), key(2)], Some(&c)) else {
+            panic!("the untrusted reading raises");
+        };
+        assert_eq!(e.writer, "w8");
+    }
+}
