@@ -126,6 +126,13 @@ pub struct ScalePoint {
     pub retrieve_8_p99_ns: f64,
     /// `Memory::recall` of the same 8 by id (verify, render; no search): median.
     pub recall_8_ns: f64,
+    /// The gate's earliest-carrier lookups (issue 19) for the banking call's values
+    /// (`Memory::first_carriers`), per key looked up: median.
+    pub earliest_per_key_ns: f64,
+    /// Same, p99.
+    pub earliest_per_key_p99_ns: f64,
+    /// How many keys the call's values give, and how many of them the store carries.
+    pub earliest_keys: (usize, usize),
     /// Signature + inclusion proof verification of one entry (proof from the store): median.
     pub entry_verify_ns: f64,
     /// Same, p99.
@@ -304,6 +311,24 @@ fn measure_at(
         })
     };
 
+    // The gate's earliest-carrier lookups for the banking call's values (issue 19).
+    let (_, call, _) = fixtures::gate_scenario()?;
+    let keys = memlineage_core::gate::value_keys_of_arguments(&call.arguments);
+    let answers = mem.first_carriers(&keys, None, &[])?;
+    let carried = keys
+        .iter()
+        .filter(|k| {
+            matches!(
+                answers.earliest(k),
+                memlineage_core::gate::Earliest::At(_)
+            )
+        })
+        .count();
+    let earliest = measure(budget, || {
+        black_box(mem.first_carriers(&keys, None, &[]).is_ok());
+    });
+    let per_key = keys.len().max(1) as f64;
+
     // Entry verification with proofs from the store.
     let fx = StoreVerify::new(&mem, opts.seed, &picked)?;
     let mut j = 0usize;
@@ -327,6 +352,9 @@ fn measure_at(
         retrieve_8_ns: retrieve.median_ns,
         retrieve_8_p99_ns: retrieve.p99_ns,
         recall_8_ns: recall.median_ns,
+        earliest_per_key_ns: earliest.median_ns / per_key,
+        earliest_per_key_p99_ns: earliest.p99_ns / per_key,
+        earliest_keys: (keys.len(), carried),
         entry_verify_ns: verify.median_ns,
         entry_verify_p99_ns: verify.p99_ns,
         verify_store_per_second: 0.0,
@@ -354,6 +382,9 @@ pub(crate) mod tests {
             retrieve_8_ns: 500_000.0,
             retrieve_8_p99_ns: 600_000.0,
             recall_8_ns: 300_000.0,
+            earliest_per_key_ns: 20_000.0,
+            earliest_per_key_p99_ns: 30_000.0,
+            earliest_keys: (4, 1),
             entry_verify_ns: 36_000.0,
             entry_verify_p99_ns: 40_000.0,
             verify_store_per_second: 80_000.0,

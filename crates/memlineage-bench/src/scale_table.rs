@@ -24,6 +24,8 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
         "consistency",
         "retrieve 8",
         "recall 8",
+        "earliest/key",
+        "keys (hit)",
         "entry verify",
         "verify store",
         "peak RSS",
@@ -43,6 +45,8 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
                 fmt_ns(p.consistency_ns),
                 fmt_ns(p.retrieve_8_ns),
                 fmt_ns(p.recall_8_ns),
+                fmt_ns(p.earliest_per_key_ns),
+                format!("{} ({})", p.earliest_keys.0, p.earliest_keys.1),
                 fmt_ns(p.entry_verify_ns),
                 fmt_rate(p.verify_store_per_second),
                 mib(p.peak_rss_kib),
@@ -57,7 +61,7 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
         let g = |x: f64, y: f64| format!("×{:.2}", y / x);
         let _ = writeln!(
             out,
-            "\nfrom n = {} to n = {}: log2 n {}, write {} (mean {}), inclusion {}, consistency {}, retrieve 8 {}, recall 8 {}, entry verify {}",
+            "\nfrom n = {} to n = {}: log2 n {}, write {} (mean {}), inclusion {}, consistency {}, retrieve 8 {}, recall 8 {}, earliest carrier per key {}, entry verify {}",
             a.n,
             b.n,
             g((a.n as f64).log2(), (b.n as f64).log2()),
@@ -67,6 +71,7 @@ pub fn render_scale_table(report: &ScaleReport) -> String {
             g(a.consistency_ns, b.consistency_ns),
             g(a.retrieve_8_ns, b.retrieve_8_ns),
             g(a.recall_8_ns, b.recall_8_ns),
+            g(a.earliest_per_key_ns, b.earliest_per_key_ns),
             g(a.entry_verify_ns, b.entry_verify_ns),
         );
     }

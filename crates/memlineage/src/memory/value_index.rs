@@ -88,7 +88,8 @@ impl Memory {
         ))
     }
 
-    /// The gate's answers from the value index: for every key, the earliest entry of the log
+    /// The gate's answers from the value index (what [`Memory::gate`] asks before deciding;
+    /// public for tools and benchmarks): for every key, the earliest entry of the log
     /// that carries the value and that the caller may see (`readable`: scopes whose entries it
     /// may read, `None` for every scope), and the log positions of `entries` (the context and
     /// the repair pool). Which carrier counts (`docs/gate.md`, "Earliest carrier"):
@@ -104,7 +105,7 @@ impl Memory {
     ///
     /// A key whose carriers run past [`MAX_CARRIERS_EXAMINED`] without one that counts is left
     /// out: the gate then counts an unexamined `EXTERNAL` carrier.
-    pub(crate) fn first_carriers(
+    pub fn first_carriers(
         &self,
         keys: &[ValueKey],
         readable: Option<&[Scope]>,
