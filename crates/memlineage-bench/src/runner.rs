@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Row names, in the order [`run`] returns them. Stable: documented in `docs/performance.md`.
-pub const ROW_NAMES: [&str; 23] = [
+pub const ROW_NAMES: [&str; 24] = [
     "raw_sign",
     "raw_verify",
     "raw_sha256_node",
@@ -44,6 +44,7 @@ pub const ROW_NAMES: [&str; 23] = [
     "gate_decision",
     "gate_prepare_context",
     "gate_decision_prepared",
+    "gate_decision_earliest",
     "retrieve_verify_render_8",
     "recall_verify_render_8",
     "retrieve_held_checkpoint_8",
@@ -385,6 +386,7 @@ const STEPS: [(&[&str], Step); 17] = [
             "gate_decision",
             "gate_prepare_context",
             "gate_decision_prepared",
+            "gate_decision_earliest",
         ],
         step_gate,
     ),
@@ -802,6 +804,38 @@ fn step_gate(
         Some(format!(
             "the same decision over the prepared context (values looked up): {}",
             again.decision.as_str()
+        )),
+    );
+    progress("gate_decision_earliest");
+    // The store's answers on where the call's values first appeared (issue 19): the pure
+    // part of the earliest-carrier rule (the keys hashed, the answers compared), without the
+    // store lookups, which the scale run measures (`earliest/key`).
+    let keys = memlineage_core::gate::value_keys_of_arguments(&call.arguments);
+    let mut firsts = memlineage_core::gate::FirstCarriers::new();
+    for k in &keys {
+        firsts.insert(*k, None);
+    }
+    let input = input.with_first_carriers(&firsts);
+    let third = decide(&policy, &input).map_err(BenchError::core)?;
+    if third != outcome {
+        return Err(BenchError::Invalid(
+            "the decision with the store's answers differs".into(),
+        ));
+    }
+    let s = measure(&cx.budget, || {
+        black_box(decide(black_box(&policy), black_box(&input)).is_ok());
+    });
+    rows.push(
+        spec("gate_decision_earliest")
+            .paper(PAPER_GATE_NS)
+            .target(Target::MaxNs(1_000.0)),
+        s,
+        None,
+        None,
+        Some(format!(
+            "gate_decision_prepared with the value index's answers for the call's {} keys (none carried earlier): {}",
+            keys.len(),
+            third.decision.as_str()
         )),
     );
     Ok(())

@@ -317,12 +317,7 @@ fn measure_at(
     let answers = mem.first_carriers(&keys, None, &[])?;
     let carried = keys
         .iter()
-        .filter(|k| {
-            matches!(
-                answers.earliest(k),
-                memlineage_core::gate::Earliest::At(_)
-            )
-        })
+        .filter(|k| matches!(answers.earliest(k), memlineage_core::gate::Earliest::At(_)))
         .count();
     let earliest = measure(budget, || {
         black_box(mem.first_carriers(&keys, None, &[]).is_ok());

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{p, setup_with};
+use common::{derived, p, setup_with};
 use memlineage::store::Backend;
 use memlineage::{GateRequest, Memory, WriteRequest};
 use memlineage_core::EntryId;
@@ -28,6 +28,7 @@ common::all_stores!(
     a_value_the_context_omits_is_failed_by_its_untrusted_earliest_carrier,
     repair_takes_only_values_of_trusted_origin,
     entry_provenance_ignores_the_log,
+    the_users_own_words_are_an_origin_of_their_own,
 );
 
 const ATTACKER: &str = "GB33 BUKB 2020 1555 5555 55";
@@ -404,4 +405,67 @@ fn entry_provenance_ignores_the_log(store: fn() -> Box<dyn Backend>) {
         gate(&mem, &policy, ATTACKER, vec![memo]).decision.decision,
         Decision::Allow
     );
+}
+
+/// A bill gives the amount first; the user then says "pay my rent of 1100.00". The user's own
+/// words are an origin of their own, and so is a note the agent derives from them (declared
+/// parent carrying the value); a note naming no parent is not.
+fn the_users_own_words_are_an_origin_of_their_own(store: fn() -> Box<dyn Backend>) {
+    let mem = setup_with(store());
+    note(
+        &mem,
+        "email",
+        EntryKind::ToolOutput,
+        &format!("Bill: pay the rent to {LANDLORD}, amount 1100.00"),
+    );
+    let user = note(
+        &mem,
+        "user",
+        EntryKind::UserInput,
+        &format!("Please pay my rent of 1100.00 to {LANDLORD}."),
+    );
+    let derived_note = mem
+        .write(derived(
+            "agent",
+            &format!("Rent: 1100.00 to {LANDLORD}"),
+            &[(user, "1.0")],
+        ))
+        .unwrap()
+        .id;
+    let parentless = note(
+        &mem,
+        "agent",
+        EntryKind::Observation,
+        &format!("Rent: 1100.00 to {LANDLORD}"),
+    );
+    let policy = r#"
+[tools.pay.params]
+iban = { type = "iban" }
+amount = { type = "amount" }
+"#;
+    for (context, want) in [
+        (vec![user], Decision::Allow),
+        (vec![derived_note], Decision::Allow),
+        (vec![parentless], Decision::Deny),
+    ] {
+        let out = mem
+            .gate(
+                &Policy::parse(policy).unwrap(),
+                &GateRequest::new(
+                    {
+                        let serde_json::Value::Object(a) =
+                            json!({"iban": LANDLORD, "amount": "1100.00"})
+                        else {
+                            unreachable!()
+                        };
+                        ToolCall::new("pay", a)
+                    },
+                    context,
+                    &p("agent"),
+                ),
+            )
+            .unwrap();
+        let why: Vec<String> = out.decision.reasons.iter().map(|r| r.message()).collect();
+        assert_eq!(out.decision.decision, want, "{why:?}");
+    }
 }

@@ -340,6 +340,7 @@ impl<'a> Cx<'_, '_, 'a> {
             &traced,
             self.input,
             &mut looks,
+            rule.unjustified == Unjustified::Allow,
         );
         self.spare = reason_for(out, param, rule, raw, traced, judged);
     }

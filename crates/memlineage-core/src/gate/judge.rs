@@ -111,7 +111,8 @@ impl<'a> Tally<'a> {
 
 /// Judges `t` (a value of type `kind` that must be justified at `require` or better); `looks`
 /// finds the entries that carry the value only by look, asked for only when they can change the
-/// outcome. `None` when nothing justifies the value.
+/// outcome; `unjustified_allowed`: the policy lets a value nothing justifies pass (then its untrusted
+/// earliest carrier in the log fails it). `None` when nothing justifies the value.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn judge<'a>(
     policy: &Policy,
@@ -121,6 +122,7 @@ pub(crate) fn judge<'a>(
     t: &Traced<'a>,
     input: &GateInput<'a>,
     looks: &mut dyn FnMut(&[&'a ContextEntry]) -> Vec<&'a ContextEntry>,
+    unjustified_allowed: bool,
 ) -> Option<Judgement<'a>> {
     let any = policy.carriers == Carriers::Any;
     let keys = match policy.provenance {
@@ -165,6 +167,8 @@ pub(crate) fn judge<'a>(
                 None
             };
             match input.first_carriers {
+                // Nothing justifies it and the policy denies that anyway: it stays unjustified.
+                _ if judged.is_none() && !unjustified_allowed => judged,
                 Some(firsts) if !keys.is_empty() => from_the_log(judged, firsts, &keys, require),
                 _ => judged,
             }
@@ -233,11 +237,60 @@ pub(crate) fn carrier_origin<'a>(
             let mut carries = |e: &ContextEntry| carry_of(kind, value, e);
             let o = value_origin(carrier, input.ancestry, &mut carries);
             match input.first_carriers {
-                Some(firsts) if !keys.is_empty() => raise(o, carrier, firsts, keys),
+                Some(firsts)
+                    if !keys.is_empty()
+                        && !from_the_user(carrier, input.ancestry, &mut carries) =>
+                {
+                    raise(o, carrier, firsts, keys)
+                }
                 _ => o,
             }
         }
     }
+}
+
+/// Whether the value `carrier` carries is the user's own: the carrier, or an ancestor it
+/// reaches through declared parents that carry the value exactly, is a `user_input` root of a
+/// trusted principal (`TRUSTED`) that carries it. The user's own words are an origin of their
+/// own — the user may repeat a value a bill gave first; that is the user's choice, and the gate
+/// exists to stop the *agent* from being steered — so the earliest-carrier rule does not raise
+/// such a carrier (`docs/gate.md`, "Earliest carrier"). A note that names no parent, or whose
+/// parents do not carry the value, has no such origin.
+fn from_the_user(
+    carrier: &ContextEntry,
+    ancestry: &super::Ancestry,
+    carries: &mut dyn FnMut(&ContextEntry) -> super::param_type::Carry,
+) -> bool {
+    use super::param_type::Carry;
+    use crate::entry::EntryKind;
+    let is_user =
+        |e: &ContextEntry| e.kind == EntryKind::UserInput && e.label == TrustLabel::Trusted;
+    if is_user(carrier) {
+        return true;
+    }
+    let mut seen: std::collections::BTreeSet<EntryId> = std::collections::BTreeSet::new();
+    let mut stack = vec![carrier.id];
+    while let Some(id) = stack.pop() {
+        let Some(node) = ancestry.get(&id) else {
+            continue;
+        };
+        for p in &node.parents {
+            if !seen.insert(*p) {
+                continue;
+            }
+            let Some(parent) = ancestry.get(p) else {
+                continue;
+            };
+            if carries(&parent.entry) != Carry::Exact {
+                continue;
+            }
+            if is_user(&parent.entry) {
+                return true;
+            }
+            stack.push(*p);
+        }
+    }
+    false
 }
 
 /// `o` (the value label of `carrier`) raised by the value's earliest carrier, when that one
