@@ -205,7 +205,13 @@ impl Drop for TestServer {
 
 /// A ureq agent that returns 4xx/5xx answers instead of errors, with extra TLS roots.
 pub fn client(root_pem: Option<&str>) -> ureq::Agent {
-    let mut config = ureq::Agent::config_builder().http_status_as_error(false);
+    // Every request on a fresh connection: the server closes a connection after refusing a
+    // request whose body it did not read (an oversized one), and a pooled connection closed
+    // that way would fail the test's next request with "peer disconnected" — a race of the
+    // client's pool, not something these tests check.
+    let mut config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_idle_connections(0);
     if let Some(pem) = root_pem {
         let cert = ureq::tls::Certificate::from_pem(pem.as_bytes())
             .unwrap()
