@@ -41,7 +41,13 @@ fn serve(store: &Store, dir: &str) -> Serving {
     let log = std::fs::File::create(format!("{dir}.log")).unwrap();
     let mut child = store
         .cmd(&[
-            "--json", "witness", "serve", "--dir", dir, "--listen", "127.0.0.1:0",
+            "--json",
+            "witness",
+            "serve",
+            "--dir",
+            dir,
+            "--listen",
+            "127.0.0.1:0",
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -93,7 +99,10 @@ fn checkpoint_submits_to_http_witnesses_and_the_policy_decides() {
     assert_eq!(v["witnesses"][0]["status"], 200);
     assert_eq!(v["witnesses"][1]["status"], 0);
     let why = v["witnesses"][1]["message"].as_str().unwrap();
-    assert!(why.starts_with(&format!("no answer: witness {dead}")), "{why}");
+    assert!(
+        why.starts_with(&format!("no answer: witness {dead}")),
+        "{why}"
+    );
     let text = store.run(&["checkpoint"]).stdout;
     assert!(text.contains("witness w1: cosigned"), "{text}");
     assert!(text.contains("witness w2: no answer"), "{text}");

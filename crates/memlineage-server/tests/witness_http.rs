@@ -151,10 +151,7 @@ fn client() -> ureq::Agent {
 
 /// Status, content type and body of a raw POST to the witness.
 fn post(base: &str, path: &str, body: &[u8]) -> (u16, String, String) {
-    let mut r = client()
-        .post(&format!("{base}{path}"))
-        .send(body)
-        .unwrap();
+    let mut r = client().post(&format!("{base}{path}")).send(body).unwrap();
     let ct = r
         .headers()
         .get("content-type")
@@ -235,13 +232,19 @@ fn http_witness_refuses_a_fork_with_422_and_a_rollback_with_409() {
     assert_ne!(round.checkpoint.root, witnessed.checkpoint.root);
     assert!(!round.quorum_met);
     let a = &round.answers[0];
-    assert_eq!((a.status, a.old_size), (422, witnessed.checkpoint.size), "{a:?}");
+    assert_eq!(
+        (a.status, a.old_size),
+        (422, witnessed.checkpoint.size),
+        "{a:?}"
+    );
     assert!(a.message.contains("refusing to cosign"), "{a:?}");
     assert!(fork.witnessed_checkpoint(&policy).unwrap().is_none());
 
     // A smaller tree under the same key: the witness cosigned more than this log holds.
     let rolled_back = log("honest", 2);
-    let round = rolled_back.checkpoint_and_witness(&policy, quick()).unwrap();
+    let round = rolled_back
+        .checkpoint_and_witness(&policy, quick())
+        .unwrap();
     assert!(!round.quorum_met);
     let a = &round.answers[0];
     assert_eq!(a.status, 409, "{a:?}");
@@ -277,7 +280,10 @@ fn a_409_is_answered_by_one_retry_from_the_size_the_witness_names() {
     let round = mem.checkpoint_and_witness(&policy, quick()).unwrap();
     assert!(round.quorum_met, "{:?}", round.answers);
     assert_eq!(round.answers[0].status, 200);
-    assert_eq!(round.answers[0].old_size, size, "retried from the size named");
+    assert_eq!(
+        round.answers[0].old_size, size,
+        "retried from the size named"
+    );
 }
 
 #[test]
@@ -293,7 +299,12 @@ fn bad_requests_get_a_status_and_a_message_never_a_crash() {
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
         ("not the format", b"hello".to_vec(), 400, "malformed"),
         ("not UTF-8", vec![0xff, 0xfe, b'\n'], 400, "not UTF-8"),
-        ("leading zero", b"old 01\n\nx\n".to_vec(), 400, "leading zeros"),
+        (
+            "leading zero",
+            b"old 01\n\nx\n".to_vec(),
+            400,
+            "leading zeros",
+        ),
         (
             "old size beyond the checkpoint",
             good.replacen("old 0\n", "old 99\n", 1).into_bytes(),

@@ -184,7 +184,10 @@ CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\
             hex::encode(req.proof[0].0),
             "3e544d0abc07a6a846aeea6e7b42fb8316e36cc88a03db5e9afb996430e991ac"
         );
-        assert!(req.checkpoint.starts_with("example.com/behind-the-sofa\n20852163\n"));
+        assert!(
+            req.checkpoint
+                .starts_with("example.com/behind-the-sofa\n20852163\n")
+        );
         assert_eq!(req.checkpoint.matches('\u{2014}').count(), 2);
         assert_eq!(req.to_body(), body);
     }

@@ -133,7 +133,15 @@ mod tests {
         assert_eq!((r.status, r.content_type), (409, "text/x.tlog.size"));
         assert_eq!(r.body, "20852014\n");
         assert_eq!(parse_conflict_body(&r.body), Some(20852014));
-        for bad in ["", "7", "07\n", "7\n\n", " 7\n", "-1\n", "18446744073709551616\n"] {
+        for bad in [
+            "",
+            "7",
+            "07\n",
+            "7\n\n",
+            " 7\n",
+            "-1\n",
+            "18446744073709551616\n",
+        ] {
             assert_eq!(parse_conflict_body(bad), None, "{bad:?}");
         }
         assert_eq!(parse_conflict_body("0\n"), Some(0));

@@ -125,7 +125,10 @@ mod tests {
         let w = HttpWitness::new("http://127.0.0.1:9/w1/", HttpTimeouts::default()).unwrap();
         assert_eq!(w.url(), "http://127.0.0.1:9/w1/add-checkpoint");
         assert!(HttpWitness::new("ftp://x", HttpTimeouts::default()).is_err());
-        assert_eq!(media_type("Text/X.Tlog.Size; charset=utf-8"), "text/x.tlog.size");
+        assert_eq!(
+            media_type("Text/X.Tlog.Size; charset=utf-8"),
+            "text/x.tlog.size"
+        );
         assert_eq!(media_type(""), "");
     }
 }

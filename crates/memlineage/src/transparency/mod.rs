@@ -15,7 +15,7 @@ pub mod witness;
 
 pub use client::{Held, ReaderTrust, TrustedCheckpoint};
 pub use monitor::{MonitorDir, MonitorReport};
-pub use transports::{HttpTimeouts, WitnessTransports};
 #[cfg(feature = "witness-http")]
 pub use transports::HttpWitness;
+pub use transports::{HttpTimeouts, WitnessTransports};
 pub use witness::{FileWitness, WitnessTransport};

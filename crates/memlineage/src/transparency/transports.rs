@@ -4,10 +4,10 @@
 //! `witness-http`). A witness that cannot be reached is still listed: asking it fails with the
 //! reason, which the round reports as that witness's answer, and the quorum decides.
 
-use super::witness::{FileWitness, WitnessTransport};
-use crate::error::Error;
 #[cfg(feature = "witness-http")]
 pub use super::http_witness::{HttpTimeouts, HttpWitness};
+use super::witness::{FileWitness, WitnessTransport};
+use crate::error::Error;
 use memlineage_core::witness::{Policy, WitnessResponse};
 use std::path::Path;
 
