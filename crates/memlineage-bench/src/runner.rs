@@ -927,9 +927,8 @@ fn retrieval_rows(
             qi = (qi + 1) % queries.len();
             black_box(reader.search(&queries[qi], &scope, 8).is_ok());
         });
-        // Its ratio is over `retrieve_verify_render_8` of the same run: the cost of holding.
         rows.push(
-            spec("retrieve_held_checkpoint_8").base("retrieve_verify_render_8"),
+            spec("retrieve_held_checkpoint_8"),
             s,
             None,
             Some(n),
