@@ -8,6 +8,9 @@
 //! group commit across concurrent requests and a graceful shutdown that loses no acknowledged
 //! write. See `docs/service.md`.
 //!
+//! `memlineage witness serve` is here too: a witness over the HTTP interface of C2SP
+//! tlog-witness ([`witness`], `docs/merkle-and-checkpoints.md` §9).
+//!
 //! The library (`memlineage`) and the CLI's other commands stay free of an async runtime: the
 //! runtime lives here, behind the CLI's default `server` feature.
 #![forbid(unsafe_code)]
@@ -31,8 +34,10 @@ pub mod state;
 pub mod telemetry;
 pub mod token_cache;
 pub mod tokens;
+pub mod witness;
 
 pub use config::{Config, Limits, TlsFiles};
 pub use error::ApiError;
 pub use keys::{FileKeys, KeyStore};
 pub use server::run;
+pub use witness::{WitnessConfig, run_witness};

@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Builds the TLS configuration from PEM files.
-fn tls_config(tls: &TlsFiles) -> Result<RustlsConfig, String> {
+pub(crate) fn tls_config(tls: &TlsFiles) -> Result<RustlsConfig, String> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&tls.cert)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
         .map_err(|e| format!("TLS certificate {}: {e}", tls.cert.display()))?;
@@ -54,14 +54,7 @@ pub async fn run(
     let tls = config.tls.as_ref().map(tls_config).transpose()?;
     let (state, committer) = AppState::open(&config, keys)?;
     let app = router(state.clone());
-    let listener = std::net::TcpListener::bind(config.listen)
-        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    let (listener, addr) = bind(config.listen)?;
     let handle: Handle<SocketAddr> = Handle::new();
     let grace = config.shutdown_grace;
     {
@@ -77,10 +70,42 @@ pub async fn run(
             handle.graceful_shutdown(Some(grace));
         });
     }
-    let service = app.into_make_service_with_connect_info::<SocketAddr>();
-    let header_timeout = config.limits.header_timeout;
     on_listening(addr, tls.is_some());
     tracing::info!(%addr, tls = tls.is_some(), "listening");
+    let served = serve(listener, tls, handle, app, config.limits.header_timeout).await;
+    // Every request handler is done: dropping the last state handle closes the committer's
+    // queue; it commits what is left, then its thread ends.
+    drop(state);
+    let joined = tokio::task::spawn_blocking(move || committer.join()).await;
+    if !matches!(joined, Ok(Ok(()))) {
+        return Err("the committer thread failed during shutdown".into());
+    }
+    tracing::info!("stopped: every acknowledged write is durable");
+    served
+}
+
+/// A listening socket on `listen` (port 0: any free port) and the address it got.
+pub(crate) fn bind(listen: SocketAddr) -> Result<(std::net::TcpListener, SocketAddr), String> {
+    let failed = |e: std::io::Error| format!("cannot listen on {listen}: {e}");
+    let listener = std::net::TcpListener::bind(listen).map_err(failed)?;
+    listener.set_nonblocking(true).map_err(failed)?;
+    let addr = listener.local_addr().map_err(failed)?;
+    Ok((listener, addr))
+}
+
+/// Serves `app` on `listener`, over TLS when given, until `handle` shuts it down; a client
+/// gets `header_timeout` to send its request headers.
+pub(crate) async fn serve(
+    listener: std::net::TcpListener,
+    tls: Option<RustlsConfig>,
+    handle: Handle<SocketAddr>,
+    app: axum::Router,
+    header_timeout: std::time::Duration,
+) -> Result<(), String> {
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen: {e}"))?;
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
     let served = match tls {
         Some(tls) => {
             let mut server = axum_server::from_tcp_rustls(listener, tls)
@@ -97,14 +122,6 @@ pub async fn run(
             server.serve(service).await
         }
     };
-    // Every request handler is done: dropping the last state handle closes the committer's
-    // queue; it commits what is left, then its thread ends.
-    drop(state);
-    let joined = tokio::task::spawn_blocking(move || committer.join()).await;
-    if !matches!(joined, Ok(Ok(()))) {
-        return Err("the committer thread failed during shutdown".into());
-    }
-    tracing::info!("stopped: every acknowledged write is durable");
     served.map_err(|e| format!("the server failed: {e}"))
 }
 
@@ -119,7 +136,7 @@ fn tune(
 }
 
 /// SIGTERM or Ctrl-C.
-async fn signal() {
+pub(crate) async fn signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -147,10 +164,14 @@ pub fn run_blocking(
     keys: Arc<dyn KeyStore>,
     on_listening: impl FnOnce(SocketAddr, bool),
 ) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    runtime()?.block_on(run(config, keys, on_listening, std::future::pending()))
+}
+
+/// The multi-threaded runtime a service runs on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("memlineage-http")
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(run(config, keys, on_listening, std::future::pending()))
+        .map_err(|e| format!("cannot start the runtime: {e}"))
 }

@@ -1,12 +1,13 @@
 //! `memlineage checkpoint`: sign a checkpoint, print the log's verifier key, and have
-//! checkpoints cosigned by witnesses (C2SP tlog-witness), locally or through request files.
+//! checkpoints cosigned by witnesses (C2SP tlog-witness): in their directories (`file://`),
+//! over HTTP (`https://`, `http://`), or through request files.
 
 use super::open;
 use super::trust::load_policy;
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::{ArgGroup, Args};
-use memlineage::transparency::{FileWitness, WitnessTransport};
+use memlineage::transparency::{HttpTimeouts, WitnessTransports};
 use memlineage_core::checkpoint::{Checkpoint, parse_note};
 use memlineage_core::witness::Policy;
 use serde_json::json;
@@ -18,7 +19,7 @@ pub const POLICY_FILE: &str = "witnesses.policy";
 
 /// `memlineage checkpoint`.
 #[derive(Args, Debug)]
-#[command(group(ArgGroup::new("mode").args(["vkey", "witness", "request", "attach"])))]
+#[command(group(ArgGroup::new("mode").args(["vkey", "witness", "no_witness", "request", "attach"])))]
 pub struct CheckpointArgs {
     /// Print the log's verifier key (`<origin>+<key id>+<base64>`, golang.org/x/mod/sumdb/note
     /// format) instead of signing; with --history, every key the operator has held.
@@ -28,10 +29,18 @@ pub struct CheckpointArgs {
     /// registry records that added and retired it.
     #[arg(long, requires = "vkey")]
     history: bool,
-    /// Sign a checkpoint, then ask the witnesses of the policy to cosign it (witnesses reached
-    /// by `file://` URLs of their directories); exit 1 if the quorum is not met.
+    /// Sign a checkpoint, then ask the witnesses of the policy to cosign it (reached by the
+    /// URL of their policy line: `file:///DIR`, `https://…`, `http://…`); exit 1 if the
+    /// quorum is not met. The default whenever `witnesses.policy` exists beside the store or
+    /// --policy is given.
     #[arg(long)]
     witness: bool,
+    /// Only sign the checkpoint, even if the log has a witness policy.
+    #[arg(long)]
+    no_witness: bool,
+    /// Seconds to wait for each HTTP witness (connecting: at most 5 of them).
+    #[arg(long, value_name = "SECS", default_value_t = 20)]
+    witness_timeout: u64,
     /// Print the `add-checkpoint` request body for the latest stored checkpoint, with a
     /// consistency proof from OLD (the size the witness cosigned last; 0 for a new witness),
     /// to send to a witness by other means.
@@ -74,11 +83,18 @@ pub fn run(a: CheckpointArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         });
         return Ok(Outcome::ok(json, note));
     }
+    let policy = if a.witness {
+        Some(log_policy(ctx, a.policy.as_deref())?)
+    } else if a.no_witness {
+        None
+    } else {
+        configured_policy(ctx, a.policy.as_deref())?
+    };
     let note = mem.checkpoint()?;
     let cp = parse_note(&note)
         .and_then(|n| Checkpoint::parse_body(&n.body))
         .map_err(|e| CliError::failed(format!("the signed checkpoint does not parse: {e}")))?;
-    if !a.witness {
+    let Some(policy) = policy else {
         let json = json!({
             "origin": cp.origin,
             "size": cp.size,
@@ -86,9 +102,24 @@ pub fn run(a: CheckpointArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
             "note": note,
         });
         return Ok(Outcome::ok(json, note));
+    };
+    let secs = std::time::Duration::from_secs(a.witness_timeout.max(1));
+    let timeouts = HttpTimeouts {
+        connect: secs.min(std::time::Duration::from_secs(5)),
+        total: secs,
+    };
+    witness(&mem, &note, &policy, timeouts)
+}
+
+/// The log's policy when it has one: `--policy FILE`, or `witnesses.policy` beside the store
+/// if it exists.
+fn configured_policy(ctx: &Ctx, flag: Option<&Path>) -> Result<Option<Policy>, CliError> {
+    let beside = ctx.paths.config_dir().join(POLICY_FILE);
+    if flag.is_some() || beside.is_file() {
+        log_policy(ctx, flag).map(Some)
+    } else {
+        Ok(None)
     }
-    let policy = log_policy(ctx, a.policy.as_deref())?;
-    witness(&mem, &note, &policy)
 }
 
 fn vkey(mem: &super::Mem, history: bool) -> Result<Outcome, CliError> {
@@ -136,36 +167,31 @@ fn log_policy(ctx: &Ctx, flag: Option<&Path>) -> Result<Policy, CliError> {
     }
 }
 
-fn witness(mem: &super::Mem, note: &str, policy: &Policy) -> Result<Outcome, CliError> {
-    let mut locals: Vec<(String, FileWitness)> = Vec::new();
-    let mut unreachable = Vec::new();
-    for w in policy.witnesses() {
-        match w.url.as_deref().and_then(|u| u.strip_prefix("file://")) {
-            Some(dir) => locals.push((w.name.clone(), FileWitness::open(Path::new(dir))?)),
-            None => unreachable.push(w.name.clone()),
-        }
-    }
-    let transports: Vec<(&str, &dyn WitnessTransport)> = locals
-        .iter()
-        .map(|(n, w)| (n.as_str(), w as &dyn WitnessTransport))
-        .collect();
-    let round = mem.witness_checkpoint(note, policy, &transports)?;
+fn witness(
+    mem: &super::Mem,
+    note: &str,
+    policy: &Policy,
+    timeouts: HttpTimeouts,
+) -> Result<Outcome, CliError> {
+    let transports = WitnessTransports::for_policy(policy, timeouts);
+    let round = mem.witness_checkpoint(note, policy, &transports.as_refs())?;
     let window = mem.rollback_window(Some(policy))?;
     let mut text = round.note.clone();
     for a in &round.answers {
-        let _ = match a.timestamp {
-            Some(ts) => writeln!(text, "witness {}: cosigned (time {ts})", a.name),
-            None => writeln!(
+        let _ = match (a.timestamp, a.status) {
+            (Some(ts), _) => writeln!(text, "witness {}: cosigned (time {ts})", a.name),
+            (None, 0) => writeln!(text, "witness {}: {}", a.name, a.message),
+            (None, status) => writeln!(
                 text,
-                "witness {}: refused ({}): {}",
-                a.name, a.status, a.message
+                "witness {}: refused ({status}): {}",
+                a.name, a.message
             ),
         };
     }
-    for n in &unreachable {
+    for n in &round.not_asked {
         let _ = writeln!(
             text,
-            "witness {n}: not asked (no file:// URL; send `memlineage checkpoint --request OLD` to it and `--attach` its answer)"
+            "witness {n}: not asked (no URL in the policy; send `memlineage checkpoint --request OLD` to it and `--attach` its answer)"
         );
     }
     let _ = writeln!(
@@ -180,7 +206,7 @@ fn witness(mem: &super::Mem, note: &str, policy: &Policy) -> Result<Outcome, Cli
         "root": round.checkpoint.root.to_hex(),
         "note": round.note,
         "witnesses": round.answers,
-        "not_asked": unreachable,
+        "not_asked": round.not_asked,
         "quorum": round.quorum,
         "quorum_met": round.quorum_met,
         "rollback_window": window,

@@ -1,5 +1,6 @@
 //! `memlineage witness`: a witness with its own directory and key (C2SP tlog-witness), driven
-//! from the command line until a service serves it over HTTP.
+//! from the command line or served over HTTP (`witness serve`, with the CLI's `server`
+//! feature).
 
 use super::checkpoint::read_input;
 use crate::Ctx;
@@ -60,6 +61,33 @@ pub enum WitnessCommand {
         /// The log's origin.
         origin: String,
     },
+    /// Serve the witness over HTTP (C2SP tlog-witness): `POST /add-checkpoint` and
+    /// `GET /<sha256(origin)>/checkpoint`, until SIGTERM or Ctrl-C.
+    #[cfg(feature = "server")]
+    Serve(ServeArgs),
+}
+
+/// `memlineage witness serve`.
+#[cfg(feature = "server")]
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    dir: DirArg,
+    /// Address to listen on (port 0: any free port, printed at start).
+    #[arg(long, default_value = "127.0.0.1:8447")]
+    listen: std::net::SocketAddr,
+    /// TLS certificate chain (PEM); with --tls-key, the witness speaks HTTPS only.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Seconds before a request is answered 503.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// Log lines as text instead of JSON.
+    #[arg(long)]
+    text_logs: bool,
 }
 
 /// Runs a `witness` subcommand.
@@ -120,6 +148,8 @@ pub fn run(c: WitnessCommand, _ctx: &Ctx) -> Result<Outcome, CliError> {
                 Ok(out)
             }
         }
+        #[cfg(feature = "server")]
+        WitnessCommand::Serve(a) => serve(a, _ctx),
         WitnessCommand::Checkpoint { dir, origin } => {
             let w = FileWitness::open(&dir.dir)?;
             match w.latest(&origin)? {
@@ -133,4 +163,30 @@ pub fn run(c: WitnessCommand, _ctx: &Ctx) -> Result<Outcome, CliError> {
             }
         }
     }
+}
+
+/// Runs `witness serve` until SIGTERM or Ctrl-C.
+#[cfg(feature = "server")]
+fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
+    use memlineage_server::witness::{WitnessConfig, run_witness_blocking};
+    memlineage_server::telemetry::init_logs(!a.text_logs);
+    let mut config = WitnessConfig::new(a.dir.dir, a.listen);
+    config.tls = match (a.tls_cert, a.tls_key) {
+        (Some(cert), Some(key)) => Some(memlineage_server::TlsFiles { cert, key }),
+        _ => None,
+    };
+    config.request_timeout = std::time::Duration::from_secs(a.timeout.max(1));
+    let json_mode = ctx.json;
+    run_witness_blocking(config, move |addr, tls| {
+        let scheme = if tls { "https" } else { "http" };
+        if json_mode {
+            println!("{}", json!({ "listening": addr.to_string(), "tls": tls }));
+        } else {
+            println!("witness listening on {scheme}://{addr}");
+        }
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+    })
+    .map_err(CliError::failed)?;
+    Ok(Outcome::ok(serde_json::Value::Null, ""))
 }

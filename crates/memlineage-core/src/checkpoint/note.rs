@@ -193,6 +193,15 @@ pub fn parse_note(note: &str) -> Result<SignedNote, CheckpointError> {
     })
 }
 
+impl NoteSignature {
+    /// Parses one signature line (`— <name> <base64>`, without its newline), checking its
+    /// syntax only: what a client needs to pick a witness's lines out of an `add-checkpoint`
+    /// answer (C2SP tlog-witness: lines from unknown keys are ignored).
+    pub fn parse_line(text: &str) -> Result<NoteSignature, CheckpointError> {
+        parse_signature_line(1, text)
+    }
+}
+
 fn parse_signature_line(line: usize, text: &str) -> Result<NoteSignature, CheckpointError> {
     let bad = |reason: String| CheckpointError::MalformedSignatureLine { line, reason };
     let rest = text.strip_prefix(SIGNATURE_PREFIX).ok_or_else(|| {

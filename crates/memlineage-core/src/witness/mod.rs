@@ -23,4 +23,6 @@ mod response;
 pub use cosigner::{Cosigned, Cosigner, KnownLogs, Submission};
 pub use policy::{MAX_POLICY_ITEMS, Policy, PolicyError, PolicyLog, PolicyWitness, QuorumCheck};
 pub use request::{AddCheckpoint, MAX_PROOF_LINES, MAX_REQUEST_BYTES};
-pub use response::{Refusal, SIZE_CONTENT_TYPE, TEXT_CONTENT_TYPE, WitnessResponse};
+pub use response::{
+    Refusal, SIZE_CONTENT_TYPE, TEXT_CONTENT_TYPE, WitnessResponse, parse_conflict_body,
+};

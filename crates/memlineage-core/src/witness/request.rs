@@ -159,4 +159,36 @@ mod tests {
         );
         assert!(AddCheckpoint::parse(&[0xff, b'\n']).is_err());
     }
+
+    /// The example request body of C2SP tlog-witness §add-checkpoint, byte for byte (the
+    /// spec's text, <https://github.com/C2SP/C2SP/blob/main/tlog-witness.md>): it parses into
+    /// its parts, and writing them back gives the same bytes.
+    #[test]
+    fn spec_example_request_body_parses_and_round_trips() {
+        let body = "old 20852014\n\
+PlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkaw=\n\
+jrJZDmY8Y7SyJE0MWLpLozkIVMSMZcD5kvuKxPC3swk=\n\
+5+pKlUdi2LeF/BcMHBn+Ku6yhPGNCswZZD1X/6QgPd8=\n\
+/6WVhPs2CwSsb5rYBH5cjHV/wSmA79abXAwhXw3Kj/0=\n\
+\n\
+example.com/behind-the-sofa\n\
+20852163\n\
+CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\
+\n\
+\u{2014} example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n\
+\u{2014} example.com/behind-the-sofa opLqBQsREYCgu6xQkYQwJr9fo45a62DN9EdmHXnZdXNqlcVGlCum2Wks+49/V6267UEjw6QUXTS5Rovnzv++qbSzm9Q=\n";
+        let req = AddCheckpoint::parse(body.as_bytes()).unwrap();
+        assert_eq!(req.old_size, 20852014);
+        assert_eq!(req.proof.len(), 4);
+        assert_eq!(
+            hex::encode(req.proof[0].0),
+            "3e544d0abc07a6a846aeea6e7b42fb8316e36cc88a03db5e9afb996430e991ac"
+        );
+        assert!(
+            req.checkpoint
+                .starts_with("example.com/behind-the-sofa\n20852163\n")
+        );
+        assert_eq!(req.checkpoint.matches('\u{2014}').count(), 2);
+        assert_eq!(req.to_body(), body);
+    }
 }

@@ -90,6 +90,13 @@ pub const SIZE_CONTENT_TYPE: &str = "text/x.tlog.size";
 /// The content type of the other bodies.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
 
+/// The size a `409 Conflict` body names: the decimal tree size of the witness's latest
+/// cosigned checkpoint and a newline, nothing else (C2SP tlog-witness §add-checkpoint);
+/// `None` for any other body.
+pub fn parse_conflict_body(body: &str) -> Option<u64> {
+    super::request::parse_decimal(body.strip_suffix('\n')?)
+}
+
 /// An HTTP response of the witness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WitnessResponse {
@@ -109,5 +116,34 @@ impl WitnessResponse {
             content_type: TEXT_CONTENT_TYPE,
             body: lines,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflict_answer_is_the_size_and_a_newline_in_text_x_tlog_size() {
+        let r = Refusal::Conflict {
+            old_size: 3,
+            latest: 20852014,
+        }
+        .response();
+        assert_eq!((r.status, r.content_type), (409, "text/x.tlog.size"));
+        assert_eq!(r.body, "20852014\n");
+        assert_eq!(parse_conflict_body(&r.body), Some(20852014));
+        for bad in [
+            "",
+            "7",
+            "07\n",
+            "7\n\n",
+            " 7\n",
+            "-1\n",
+            "18446744073709551616\n",
+        ] {
+            assert_eq!(parse_conflict_body(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_conflict_body("0\n"), Some(0));
     }
 }

@@ -7,11 +7,13 @@ use super::read::check_checkpoint_root;
 use crate::error::{Error, InputError, IntegrityCheck, Refusal};
 use crate::store::NoteRow;
 use crate::transparency::witness::WitnessTransport;
+use crate::transparency::{HttpTimeouts, WitnessTransports};
 use memlineage_core::checkpoint::{
-    Checkpoint, CosignatureVerifier, NoteVerifier, append_signatures,
+    Checkpoint, CheckpointError, CosignatureVerifier, NoteSignature, NoteVerifier,
+    append_signatures,
 };
 use memlineage_core::principal::{Principal, Registry};
-use memlineage_core::witness::{AddCheckpoint, Policy};
+use memlineage_core::witness::{AddCheckpoint, Policy, SIZE_CONTENT_TYPE, parse_conflict_body};
 
 /// One of the operator's checkpoint keys, as the registry in the log records it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -29,7 +31,8 @@ pub struct VerifierKeyRecord {
 pub struct WitnessAnswer {
     /// The policy's name for the witness.
     pub name: String,
-    /// The HTTP status of its last answer (200: cosigned).
+    /// The HTTP status of its last answer (200: cosigned); 0 when no answer came (connection
+    /// refused, timeout, a witness directory that cannot be opened): `message` says why.
     pub status: u16,
     /// Its refusal, or empty.
     pub message: String,
@@ -48,6 +51,8 @@ pub struct WitnessRound {
     pub note: String,
     /// Each witness's answer, in the policy's order.
     pub answers: Vec<WitnessAnswer>,
+    /// The policy's witnesses that were not asked (no transport reaches them: no URL).
+    pub not_asked: Vec<String>,
     /// The quorum in words.
     pub quorum: String,
     /// Whether the cosignatures on the note meet it.
@@ -119,9 +124,11 @@ impl Memory {
     /// stored note, and says whether the quorum is met.
     ///
     /// Each witness is first sent the size of the newest stored checkpoint it cosigned (0 if
-    /// none); on `409 Conflict` the request is made again once from the size it names. A
-    /// refusal is an answer, not an error: a witness that refuses to cosign a rolled-back or
-    /// forked checkpoint is doing its job.
+    /// none); on `409 Conflict` (with the `text/x.tlog.size` body C2SP tlog-witness
+    /// prescribes) the request is made again once from the size it names. A refusal is an
+    /// answer, not an error: a witness that refuses to cosign a rolled-back or forked
+    /// checkpoint is doing its job; a witness that does not answer (transport error) is
+    /// reported with status 0, and the policy's quorum decides.
     pub fn witness_checkpoint(
         &self,
         note: &str,
@@ -131,8 +138,10 @@ impl Memory {
         let cp = self.open_checkpoint_note(note, &*self.refresh_registry()?)?;
         let mut merged = note.to_string();
         let mut answers = Vec::new();
+        let mut not_asked = Vec::new();
         for w in policy.witnesses() {
             let Some((_, transport)) = transports.iter().find(|(n, _)| *n == w.name) else {
+                not_asked.push(w.name.clone());
                 continue;
             };
             let mut old = self.last_cosigned_size(&w.verifier, cp.size)?;
@@ -140,9 +149,21 @@ impl Memory {
             let answer = loop {
                 tries += 1;
                 let response =
-                    transport.add_checkpoint(self.witness_request(note, old)?.as_bytes())?;
-                let conflict = (response.status == 409)
-                    .then(|| response.body.trim().parse::<u64>().ok())
+                    match transport.add_checkpoint(self.witness_request(note, old)?.as_bytes()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            break WitnessAnswer {
+                                name: w.name.clone(),
+                                status: 0,
+                                message: format!("no answer: {e}"),
+                                old_size: old,
+                                timestamp: None,
+                            };
+                        }
+                    };
+                let conflict = (response.status == 409
+                    && response.content_type == SIZE_CONTENT_TYPE)
+                    .then(|| parse_conflict_body(&response.body))
                     .flatten();
                 match conflict {
                     Some(size) if tries < 2 && size <= cp.size && size != old => {
@@ -168,7 +189,8 @@ impl Memory {
                     };
                     break answer;
                 }
-                match append_signatures(&merged, &response.body)
+                match own_lines(&response.body, &w.verifier)
+                    .and_then(|lines| append_signatures(&merged, &lines))
                     .map_err(Error::from)
                     .and_then(|m| Ok((w.verifier.verify(&m)?, m)))
                 {
@@ -191,9 +213,25 @@ impl Memory {
             checkpoint: cp,
             note: merged,
             answers,
+            not_asked,
             quorum: policy.describe_quorum(),
             quorum_met: check.met,
         })
+    }
+
+    /// Signs a checkpoint and asks every witness of `policy` that has a URL (`file:///DIR`,
+    /// `https://…`, `http://…`) to cosign it: [`Memory::checkpoint`], then
+    /// [`Memory::witness_checkpoint`] over [`WitnessTransports::for_policy`]. A witness that
+    /// does not answer within `timeouts` is reported (status 0) and the round goes on; whether
+    /// the checkpoint counts as witnessed is the policy's quorum (`quorum_met`).
+    pub fn checkpoint_and_witness(
+        &self,
+        policy: &Policy,
+        timeouts: HttpTimeouts,
+    ) -> Result<WitnessRound, Error> {
+        let note = self.checkpoint()?;
+        let transports = WitnessTransports::for_policy(policy, timeouts);
+        self.witness_checkpoint(&note, policy, &transports.as_refs())
     }
 
     /// The size of the newest stored checkpoint (at most `max_size`) that `witness` cosigned,
@@ -256,6 +294,21 @@ impl Memory {
         let registry = self.refresh_registry()?;
         self.witnessed_in(self.reads(), policy, &registry)
     }
+}
+
+/// The lines of a witness's `200` answer that carry `witness`'s key (name and key ID); the
+/// others are ignored, as C2SP tlog-witness requires of clients. A line that is not a
+/// signature line makes the answer malformed.
+fn own_lines(body: &str, witness: &CosignatureVerifier) -> Result<String, CheckpointError> {
+    let mut out = String::new();
+    for line in body.lines() {
+        let sig = NoteSignature::parse_line(line)?;
+        if sig.name == witness.name() && sig.key_id == witness.key_id() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 /// The operator's registry record (the genesis principal).
