@@ -33,6 +33,11 @@ pub struct GateRequest {
     pub scope: Scope,
     /// The principal that signs the decision record.
     pub recorder: PrincipalName,
+    /// Where context entries were read from, as the integration that made the tool calls
+    /// recorded it: entry id (in `context`) → the document's name (the tool call's argument
+    /// naming it). What lets a call denied only by values from a document the user's request
+    /// names be a confirm (`docs/gate.md`, "Confirm"); kept in the decision record.
+    pub sources: BTreeMap<EntryId, String>,
 }
 
 impl GateRequest {
@@ -47,6 +52,7 @@ impl GateRequest {
             repair_query: None,
             scope: Scope::default(),
             recorder: recorder.clone(),
+            sources: BTreeMap::new(),
         }
     }
 }
@@ -145,18 +151,24 @@ impl Memory {
             .with_citations(&req.citations)
             .with_attribution(&req.attribution)
             .with_fallback(self.settings.fallback)
-            .with_ancestry(&ancestry);
+            .with_ancestry(&ancestry)
+            .with_sources(&req.sources);
         if req.repair {
             input = input.with_repair(&pool);
         }
         let decision = gate::decide(policy, &input)
             .map_err(Error::Gate)?
             .into_owned();
-        let record = serde_json::json!({
+        let mut record = serde_json::json!({
             "call": {"name": req.call.name, "arguments": req.call.arguments},
             "context": req.context,
             "decision": decision,
         });
+        if !req.sources.is_empty() {
+            // What the gate was told about where entries were read from, so that a third
+            // party re-checking a confirm sees the same input.
+            record["sources"] = serde_json::json!(req.sources);
+        }
         let content = serde_json::to_vec(&record)
             .map_err(|e| Error::internal(format!("gate record: {e}")))?;
         let record = WriteRequest::new(&req.recorder, EntryKind::GateDecision, content)
