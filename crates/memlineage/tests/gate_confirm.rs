@@ -77,6 +77,24 @@ fn a_bill_the_user_names_is_a_confirm_in_the_log(store: fn() -> Box<dyn Backend>
     let decided: memlineage_core::gate::GateDecision<'static> =
         serde_json::from_value(json["decision"].clone()).unwrap();
     assert_eq!(&decided, d);
+    // The user approves (docs/gate.md, "Confirm"): a trusted entry of the user that repeats the
+    // arguments and names the decision record. Gated again with it, the call is allowed on the
+    // user's authority; an approval of other arguments approves nothing.
+    let approve = |text: &str| {
+        mem.write(
+            WriteRequest::new(&p("user"), EntryKind::UserInput, text)
+                .with_meta("approves", &out.record.id.to_hex()),
+        )
+        .unwrap()
+    };
+    let wrong = approve("I approve send_money(recipient=DE89370400440532013999, amount=98.70)");
+    req.context.push(wrong.id);
+    assert_eq!(mem.gate(&policy, &req).unwrap().decision.decision, Decision::Confirm);
+    let approval = approve("I approve send_money(recipient=DE89370400440532013000, amount=98.70)");
+    req.context.push(approval.id);
+    let again = mem.gate(&policy, &req).unwrap();
+    assert_eq!(again.decision.decision, Decision::Allow, "{}", again.decision.summary());
+    assert!(again.decision.dispatched);
     assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
 }
 
