@@ -20,7 +20,7 @@
 //!   never by look): a value nothing supports (`unjustified_denied`), an unlisted argument, a
 //!   look-alike or a value justified only by attribution weights stays a deny;
 //! - some exact carrier of the value (under `carriers = "all"`: every carrier above `require`,
-//!   those carrying it by look included) is a designated document, or carries the value from
+//!   and none may carry it only by look) is a designated document, or carries the value from
 //!   one: the document is on the value's provenance path (up to the ancestor where the value
 //!   first appeared), or is a parent of the carrier that carries the value exactly;
 //! - the parameter's policy allows it (`confirm`, per parameter or for the policy).
@@ -121,7 +121,8 @@ pub(crate) struct Failing<'x, 'a> {
 }
 
 /// Why the failing value `f` may be confirmed, or `None`. `looks` gives the entries that carry
-/// it only by look (asked for under `carriers = "all"` only).
+/// it only by look (asked for under `carriers = "all"` only, where any untrusted one makes the
+/// value a deny).
 pub(crate) fn find<'a>(
     policy: &Policy,
     input: &GateInput<'_>,
@@ -137,14 +138,30 @@ pub(crate) fn find<'a>(
         return None;
     }
     let all = policy.carriers == super::Carriers::All;
+    if all {
+        // Under `all` every carrier counts, and one that carries the value only by look (a
+        // look-alike, or an erased untrusted entry) cannot have it from the named document.
+        for c in looks(f.carriers) {
+            if carrier_origin(policy, f.kind, f.value, c, input, scratch).label > f.require {
+                return None;
+            }
+        }
+    }
     let mut found: Option<Confirmation> = None;
-    let look_carriers = if all { looks(f.carriers) } else { Vec::new() };
-    for c in f.carriers.iter().chain(&look_carriers) {
+    for c in f.carriers {
         let origin = carrier_origin(policy, f.kind, f.value, c, input, scratch);
         if origin.label <= f.require {
             continue;
         }
-        match source_of(input, designated, f, c, &origin.path, origin.raised_by) {
+        // A cited entry counts only if it carries the value itself (under `citations =
+        // "trust"` a citation justifies whatever the entry says).
+        let exact = carry_of(f.kind, f.value, c) == super::Carry::Exact;
+        let source = if exact {
+            source_of(input, designated, f, c, &origin.path, origin.raised_by)
+        } else {
+            None
+        };
+        match source {
             Some(confirmation) => {
                 if found.is_none() {
                     found = Some(confirmation);
