@@ -325,7 +325,9 @@ def test_a_bill_the_user_names_is_a_confirm(mem: Memory) -> None:
     # The session records the document each result was read from (the tool's source argument)
     # and passes it to the gate: the gate answers confirm, signed, with the lineage.
     mem.principals.add("files", "external")
-    trust = TrustMap(user="user", model="agent", tools={"read_file": ToolTrust("files", source="file_path")})
+    trust = TrustMap(
+        user="user", model="agent", tools={"read_file": ToolTrust("files", source="file_path")}
+    )
     s = Session(mem, trust=trust, policy=Policy.from_toml(CONFIRM_POLICY))
     request = s.user("Can you please pay the bill 'bill-december-2023.txt' for me?")
     (bill,) = s.tool_result(

@@ -291,6 +291,7 @@ class Session:
         if pol is None:
             raise InputError("no policy: give Session(policy=…) or gate(call, policy=…)")
         with self._lock:
+            sources: dict[EntryRef, str] = {i: doc for i, doc in self.sources_in_context().items()}
             d = self.memory.gate(
                 pol,
                 call,
@@ -300,7 +301,7 @@ class Session:
                 repair_query=repair_query,
                 scope=self.scope,
                 recorder=self.trust.model,
-                sources=self.sources_in_context(),
+                sources=sources,
             )
             call_id = _call_id(call)
             if call_id is not None:
