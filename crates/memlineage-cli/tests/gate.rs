@@ -498,7 +498,8 @@ fn a_bill_the_user_names_needs_confirmation() {
     let path = store.dir.path().join("policy.toml");
     std::fs::write(&path, format!("confirm = true\n{POLICY}")).expect("write policy");
     let policy = path.display().to_string();
-    let call = r#"{"name":"send_money","arguments":{"recipient":"DE89370400440532013000","amount":98.7}}"#;
+    let call =
+        r#"{"name":"send_money","arguments":{"recipient":"DE89370400440532013000","amount":98.7}}"#;
     let source = format!("{bill}=bill-december-2023.txt");
     let gate = |extra: &[&str]| {
         let mut args = vec!["gate", "--policy", &policy, "--call", call, "--context"];

@@ -699,7 +699,8 @@ impl Handle {
             req.scope = parse::scope(&scope)?;
             for (id, document) in sources {
                 let id = parse::ids(std::slice::from_ref(&id))?;
-                req.sources.extend(id.into_iter().map(|i| (i, document.clone())));
+                req.sources
+                    .extend(id.into_iter().map(|i| (i, document.clone())));
             }
             let policy = Arc::clone(&policy.policy);
             let mem = self.mem()?;

@@ -437,7 +437,9 @@ fn gate_asks_for_confirmation_of_a_document_the_user_names() {
         "POST",
         "/v1/entries",
         Some(&s.agent),
-        Some(json!({"content": "Please pay the bill 'bill-dec.txt' for me.", "kind": "user_input"})),
+        Some(
+            json!({"content": "Please pay the bill 'bill-dec.txt' for me.", "kind": "user_input"}),
+        ),
     );
     assert_eq!(st, 201, "{r}");
     let request = id_of(&r);
@@ -445,7 +447,9 @@ fn gate_asks_for_confirmation_of_a_document_the_user_names() {
         "POST",
         "/v1/entries",
         Some(&s.mail),
-        Some(json!({"content": "Bill: 98.70 to DE89 3704 0044 0532 0130 00", "kind": "tool_output"})),
+        Some(
+            json!({"content": "Bill: 98.70 to DE89 3704 0044 0532 0130 00", "kind": "tool_output"}),
+        ),
     );
     assert_eq!(st, 201, "{b}");
     let bill = id_of(&b);
@@ -466,12 +470,22 @@ fn gate_asks_for_confirmation_of_a_document_the_user_names() {
     assert_eq!(d["confirm"][0]["source"], bill.as_str());
     assert_eq!(d["confirm"][0]["named_by"], request.as_str());
     let record = d["record"].as_str().unwrap();
-    let (_, e) = s.call("GET", &format!("/v1/entries/{record}"), Some(&s.agent), None);
+    let (_, e) = s.call(
+        "GET",
+        &format!("/v1/entries/{record}"),
+        Some(&s.agent),
+        None,
+    );
     assert_eq!(e["metadata"]["decision"], "confirm");
     // Without the source it is a deny; a source outside the context cannot be judged.
     let (st, d) = s.call("POST", "/v1/gate", Some(&s.agent), Some(body(None)));
     assert_eq!((st, d["decision"].as_str()), (200, Some("deny")), "{d}");
     let elsewhere = "00".repeat(32);
-    let (st, d) = s.call("POST", "/v1/gate", Some(&s.agent), Some(body(Some(&elsewhere))));
+    let (st, d) = s.call(
+        "POST",
+        "/v1/gate",
+        Some(&s.agent),
+        Some(body(Some(&elsewhere))),
+    );
     assert_eq!(st, 422, "{d}");
 }

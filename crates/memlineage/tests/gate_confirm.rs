@@ -89,11 +89,19 @@ fn a_bill_the_user_names_is_a_confirm_in_the_log(store: fn() -> Box<dyn Backend>
     };
     let wrong = approve("I approve send_money(recipient=DE89370400440532013999, amount=98.70)");
     req.context.push(wrong.id);
-    assert_eq!(mem.gate(&policy, &req).unwrap().decision.decision, Decision::Confirm);
+    assert_eq!(
+        mem.gate(&policy, &req).unwrap().decision.decision,
+        Decision::Confirm
+    );
     let approval = approve("I approve send_money(recipient=DE89370400440532013000, amount=98.70)");
     req.context.push(approval.id);
     let again = mem.gate(&policy, &req).unwrap();
-    assert_eq!(again.decision.decision, Decision::Allow, "{}", again.decision.summary());
+    assert_eq!(
+        again.decision.decision,
+        Decision::Allow,
+        "{}",
+        again.decision.summary()
+    );
     assert!(again.decision.dispatched);
     assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
 }

@@ -101,9 +101,9 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     }
     let mut sources = BTreeMap::new();
     for c in &a.source {
-        let (id, document) = c.split_once('=').ok_or_else(|| {
-            CliError::usage(format!("--source `{c}`: expected ID=DOCUMENT"))
-        })?;
+        let (id, document) = c
+            .split_once('=')
+            .ok_or_else(|| CliError::usage(format!("--source `{c}`: expected ID=DOCUMENT")))?;
         let id = resolve_id(&mem, &parse_id(id).map_err(CliError::usage)?).map_err(as_bad_input)?;
         sources.insert(id, document.to_string());
     }
