@@ -195,7 +195,7 @@ fn run(policy: &Policy, input: &GateInput<'_>) -> memlineage_core::gate::GateDec
 fn fails(d: &memlineage_core::gate::GateDecision<'_>, v: &str, kind: &ParamType) -> bool {
     match d.decision {
         Decision::Allow => false,
-        Decision::Deny => true,
+        Decision::Deny | Decision::Confirm => true,
         Decision::Repair => d.repairs.iter().all(|r| {
             let new = r
                 .new

@@ -242,7 +242,7 @@ impl LogRow {
 /// A gate decision, as the servers act on it.
 #[derive(Clone, Debug)]
 pub struct Judged {
-    /// `allow`, `deny` or `repair`.
+    /// `allow`, `deny`, `repair` or `confirm`.
     pub decision: String,
     /// Whether the call goes out (enforce mode: allow and repair; record mode: always).
     pub dispatched: bool,

@@ -665,8 +665,9 @@ impl Handle {
     }
 
     /// Decides a tool call under `policy` against `context` and logs the decision:
-    /// `(decision as JSON, record id)` (the JSON of `docs/gate.md`, "Reasons").
-    #[pyo3(signature = (policy, call, context, citations, repair, repair_query, scope, recorder))]
+    /// `(decision as JSON, record id)` (the JSON of `docs/gate.md`, "Reasons"). `sources`:
+    /// `(entry id, document name)` for the entries the integration read from a document.
+    #[pyo3(signature = (policy, call, context, citations, repair, repair_query, scope, recorder, sources = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn gate<'py>(
         &self,
@@ -679,6 +680,7 @@ impl Handle {
         repair_query: Option<String>,
         scope: String,
         recorder: String,
+        sources: Vec<(String, String)>,
     ) -> PyResult<(Bound<'py, PyAny>, String)> {
         guard(|| {
             let call = ToolCall::from_openai_json(call)
@@ -695,6 +697,11 @@ impl Handle {
             req.repair = repair;
             req.repair_query = repair_query;
             req.scope = parse::scope(&scope)?;
+            for (id, document) in sources {
+                let id = parse::ids(std::slice::from_ref(&id))?;
+                req.sources
+                    .extend(id.into_iter().map(|i| (i, document.clone())));
+            }
             let policy = Arc::clone(&policy.policy);
             let mem = self.mem()?;
             let out = detached(py, || distinct(|| Ok(mem.gate(&policy, &req)?)))?;

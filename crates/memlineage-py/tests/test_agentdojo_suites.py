@@ -86,8 +86,8 @@ def test_paying_the_bill_the_user_names_asks_for_confirmation() -> None:
     suite = get_suite("v1.2.2", "banking")
     env, messages, state = _run_task(suite, Defence(load_config("banking")), "user_task_0")
     (pay,) = [c for c in state.calls if c.tool == "send_money"]
-    # The gate signed a deny; the bridge asks the user, and nothing was sent.
-    assert (pay.decision, pay.gate_decision, pay.dispatched) == ("confirm", "deny", False)
+    # The gate signed a confirm: the bridge asks the user, and nothing was sent.
+    assert (pay.decision, pay.gate_decision, pay.dispatched) == ("confirm", "confirm", False)
     assert len(env.bank_account.transactions) == 5
     recipient = next(r for r in pay.reasons if r["param"] == "recipient")
     assert recipient["outcome"] == "untrusted"

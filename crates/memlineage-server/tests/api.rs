@@ -429,3 +429,63 @@ fn health_readiness_whoami_and_graceful_stop() {
     assert_eq!(w["operator"], false);
     s.stop().unwrap();
 }
+
+#[test]
+fn gate_asks_for_confirmation_of_a_document_the_user_names() {
+    let s = TestServer::start();
+    let (st, r) = s.call(
+        "POST",
+        "/v1/entries",
+        Some(&s.agent),
+        Some(
+            json!({"content": "Please pay the bill 'bill-dec.txt' for me.", "kind": "user_input"}),
+        ),
+    );
+    assert_eq!(st, 201, "{r}");
+    let request = id_of(&r);
+    let (st, b) = s.call(
+        "POST",
+        "/v1/entries",
+        Some(&s.mail),
+        Some(
+            json!({"content": "Bill: 98.70 to DE89 3704 0044 0532 0130 00", "kind": "tool_output"}),
+        ),
+    );
+    assert_eq!(st, 201, "{b}");
+    let bill = id_of(&b);
+    let policy = "confirm = true\n[tools.send_money.params]\nrecipient = { type = \"iban\" }\n";
+    let call = json!({"name": "send_money", "arguments": {"recipient": "DE89370400440532013000"}});
+    let body = |source: Option<&str>| {
+        let mut sources = serde_json::Map::new();
+        if let Some(id) = source {
+            sources.insert(id.to_string(), json!("bill-dec.txt"));
+        }
+        json!({"policy": policy, "call": call, "context": [request, bill], "sources": sources})
+    };
+    let (st, d) = s.call("POST", "/v1/gate", Some(&s.agent), Some(body(Some(&bill))));
+    assert_eq!(st, 200, "{d}");
+    assert_eq!(d["decision"], "confirm", "{d}");
+    assert_eq!(d["dispatched"], false);
+    assert_eq!(d["confirm"][0]["param"], "recipient");
+    assert_eq!(d["confirm"][0]["source"], bill.as_str());
+    assert_eq!(d["confirm"][0]["named_by"], request.as_str());
+    let record = d["record"].as_str().unwrap();
+    let (_, e) = s.call(
+        "GET",
+        &format!("/v1/entries/{record}"),
+        Some(&s.agent),
+        None,
+    );
+    assert_eq!(e["metadata"]["decision"], "confirm");
+    // Without the source it is a deny; a source outside the context cannot be judged.
+    let (st, d) = s.call("POST", "/v1/gate", Some(&s.agent), Some(body(None)));
+    assert_eq!((st, d["decision"].as_str()), (200, Some("deny")), "{d}");
+    let elsewhere = "00".repeat(32);
+    let (st, d) = s.call(
+        "POST",
+        "/v1/gate",
+        Some(&s.agent),
+        Some(body(Some(&elsewhere))),
+    );
+    assert_eq!(st, 422, "{d}");
+}

@@ -16,6 +16,10 @@ use std::path::PathBuf;
 /// Exit code of `gate` when the call is denied (in enforce mode).
 pub const EXIT_DENIED: u8 = 3;
 
+/// Exit code of `gate` when the call needs the user's confirmation (in enforce mode): not
+/// dispatched until the user approves (`docs/gate.md`, "Confirm").
+pub const EXIT_CONFIRM: u8 = 4;
+
 /// `memlineage gate`.
 #[derive(Args, Debug)]
 pub struct GateArgs {
@@ -31,6 +35,12 @@ pub struct GateArgs {
     /// Explicit citation `PARAM=ID` (repeatable).
     #[arg(long = "cite", value_name = "PARAM=ID")]
     cite: Vec<String>,
+    /// `ID=DOCUMENT`: the context entry ID was read from DOCUMENT (the tool call's argument
+    /// that named it), as the integration that made the call recorded it (repeatable). A call
+    /// denied only by values from a document the user's request names is then a confirm, when
+    /// the policy allows it.
+    #[arg(long = "source", value_name = "ID=DOCUMENT")]
+    source: Vec<String>,
     /// Try authority repair when the call would be denied.
     #[arg(long)]
     repair: bool,
@@ -89,6 +99,14 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         let id = resolve_id(&mem, &parse_id(id).map_err(CliError::usage)?).map_err(as_bad_input)?;
         citations.entry(param.to_string()).or_default().push(id);
     }
+    let mut sources = BTreeMap::new();
+    for c in &a.source {
+        let (id, document) = c
+            .split_once('=')
+            .ok_or_else(|| CliError::usage(format!("--source `{c}`: expected ID=DOCUMENT")))?;
+        let id = resolve_id(&mem, &parse_id(id).map_err(CliError::usage)?).map_err(as_bad_input)?;
+        sources.insert(id, document.to_string());
+    }
     if a.attribution.is_none() && a.attributor.any() {
         return Err(CliError::usage(
             "--judge and --model choose how `--attribution ALGO` weighs the context: give \
@@ -108,6 +126,7 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     req.repair = a.repair;
     req.repair_query = a.repair_query.clone();
     req.scope = a.scope.unwrap_or_default();
+    req.sources = sources;
     let out = mem.gate(&policy, &req).map_err(|e| match e {
         // The call, a citation or a parameter value could not be judged: bad input.
         memlineage::Error::Gate(g) => CliError::usage(format!("cannot judge the call: {g}")),
@@ -117,12 +136,19 @@ pub fn gate(a: GateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut json = serde_json::to_value(d).map_err(|e| CliError::failed(e.to_string()))?;
     json["record"] = serde_json::json!(out.record.id.to_hex());
     let text = decision_text(d, &out.record.id);
-    let denied = d.decision == Decision::Deny && policy.mode == Mode::Enforce;
+    let (code, failure) = match (d.decision, policy.mode) {
+        (Decision::Deny, Mode::Enforce) => (EXIT_DENIED, Some("the call is denied")),
+        (Decision::Confirm, Mode::Enforce) => (
+            EXIT_CONFIRM,
+            Some("the call needs the user's confirmation: it is not dispatched until they approve"),
+        ),
+        _ => (0, None),
+    };
     Ok(Outcome {
         json,
         text,
-        code: if denied { EXIT_DENIED } else { 0 },
-        failure: denied.then(|| "the call is denied".to_string()),
+        code,
+        failure: failure.map(str::to_string),
     })
 }
 
@@ -148,6 +174,17 @@ pub fn decision_text(d: &GateDecision, record: &EntryId) -> String {
             r.new,
             r.source.short(),
             r.source_label
+        ));
+    }
+    for c in &d.confirmations {
+        let path: Vec<String> = c.path.iter().map(EntryId::short).collect();
+        text.push_str(&format!(
+            "  confirm {}: from the document {:?} (entry {}), named by the user's request {}; lineage: {}\n",
+            c.param,
+            c.document,
+            c.source.short(),
+            c.named_by.short(),
+            path.join(" → ")
         ));
     }
     if d.decision == Decision::Repair {

@@ -58,6 +58,19 @@ pub fn decide<'a>(policy: &Policy, input: &GateInput<'a>) -> Result<GateDecision
     let (reasons, meta) = check_all(policy, tool, input, entries, &[], &mut scratch)?;
     let (decision, says) = if !reasons.iter().any(|r| r.outcome.fails()) {
         (Decision::Allow, Summary::Allowed)
+    } else if let Some(confirmations) = super::confirm::collect(&reasons) {
+        // Before repair: the user's request named the document these values come from, so
+        // replacing them with other values would not do what the user asked.
+        let mut d = finish(
+            policy,
+            input,
+            Decision::Confirm,
+            Summary::Confirm,
+            reasons,
+            Vec::new(),
+        );
+        d.confirmations = confirmations;
+        return Ok(d);
     } else if !input.repair {
         (Decision::Deny, Summary::Denied)
     } else {
@@ -66,9 +79,15 @@ pub fn decide<'a>(policy: &Policy, input: &GateInput<'a>) -> Result<GateDecision
     Ok(finish(policy, input, decision, says, reasons, Vec::new()))
 }
 
-/// Every citation and attribution must name an entry of the context.
+/// Every citation, attribution and source must name an entry of the context.
 fn validate(input: &GateInput<'_>) -> Result<(), GateError> {
     let known = |id: &EntryId| input.context.iter().any(|e| e.id == *id);
+    if let Some((id, document)) = input.sources.iter().find(|(id, _)| !known(id)) {
+        return Err(GateError::UnknownSource {
+            id: *id,
+            document: document.clone(),
+        });
+    }
     for (param, ids) in input.citations {
         if let Some(id) = ids.iter().find(|id| !known(id)) {
             return Err(GateError::UnknownCitation {
@@ -105,6 +124,8 @@ struct Rule<'p> {
     kind: &'p ParamType,
     require: TrustLabel,
     unjustified: Unjustified,
+    /// Whether a failing value may be confirmed (the parameter's `confirm`).
+    confirm: bool,
 }
 
 /// The reasons of the checked values, and beside each what repair needs to know about it.
@@ -129,6 +150,7 @@ pub(crate) fn check_all<'a, 'p>(
         prepared,
         scratch,
         spare: Vec::new(),
+        designated: None,
     };
     let args = &input.call.arguments;
     let mut out = Vec::with_capacity(tool.params.len());
@@ -169,6 +191,7 @@ pub(crate) fn check_all<'a, 'p>(
             kind: &pp.kind,
             require: pp.require,
             unjustified: pp.unjustified,
+            confirm: policy.confirm_for(pp),
         };
         for r in one.into_iter().chain(many) {
             let new = replaced.iter().find(|x| x.param == *r.path);
@@ -225,6 +248,7 @@ pub(crate) fn check_all<'a, 'p>(
                         kind: t,
                         require: pp.require,
                         unjustified: pp.typed_unjustified,
+                        confirm: policy.confirm_for(pp),
                     };
                     let mut seen: Vec<super::NormValue> = Vec::new();
                     for v in t.extract(&text) {
@@ -303,6 +327,9 @@ struct Cx<'x, 's, 'a> {
     scratch: &'x mut String,
     /// The justifying list of the last trace, reused.
     spare: Vec<&'a ContextEntry>,
+    /// The context entries read from a document the user's request names, found when a value
+    /// first may be confirmed.
+    designated: Option<Vec<super::confirm::Designated>>,
 }
 
 impl<'a> Cx<'_, '_, 'a> {
@@ -342,7 +369,32 @@ impl<'a> Cx<'_, '_, 'a> {
             &mut looks,
             rule.unjustified == Unjustified::Allow,
         );
-        self.spare = reason_for(out, param, rule, raw, traced, judged);
+        let confirm = match &judged {
+            Some(j) if rule.confirm && j.label > rule.require && !self.input.sources.is_empty() => {
+                let input = self.input;
+                let designated = self
+                    .designated
+                    .get_or_insert_with(|| super::confirm::designated(input));
+                let failing = super::confirm::Failing {
+                    param: &param,
+                    kind: rule.kind,
+                    value,
+                    require: rule.require,
+                    carriers: &traced.justifying,
+                    judged: j,
+                };
+                super::confirm::find(
+                    self.policy,
+                    input,
+                    designated,
+                    &failing,
+                    &mut looks,
+                    self.scratch,
+                )
+            }
+            _ => None,
+        };
+        self.spare = reason_for(out, param, rule, raw, traced, judged, confirm);
     }
 }
 
@@ -355,6 +407,7 @@ fn reason_for<'a>(
     value: Cow<'a, Value>,
     t: Traced<'a>,
     judged: Option<Judgement<'a>>,
+    confirm: Option<super::Confirmation>,
 ) -> Vec<&'a ContextEntry> {
     let (outcome, offending, taint_path, finding, via, justifying) = match judged {
         None => {
@@ -417,6 +470,7 @@ fn reason_for<'a>(
             finding,
             ignored: t.ignored_citations,
             repair: None,
+            confirm,
         }),
     });
     t.justifying
@@ -433,7 +487,7 @@ pub(crate) fn finish<'a>(
 ) -> GateDecision<'a> {
     let call = input.call;
     let dispatched = match policy.mode {
-        Mode::Enforce => decision != Decision::Deny,
+        Mode::Enforce => decision.dispatches(),
         Mode::Record => true,
     };
     // Only a repair in enforce mode dispatches other arguments than the call's.
@@ -454,6 +508,7 @@ pub(crate) fn finish<'a>(
         reasons,
         arguments,
         repairs,
+        confirmations: Vec::new(),
         says,
     }
 }

@@ -33,16 +33,27 @@ pub enum Decision {
     Deny,
     /// Some parameters were replaced by values of trusted provenance; the repaired call passes.
     Repair,
+    /// The call would be denied, but every failing value comes from a document the user's
+    /// trusted request names: it needs the user's approval, and is not dispatched until it has
+    /// it ([`GateDecision::confirmations`] say why; `docs/gate.md`, "Confirm").
+    Confirm,
 }
 
 impl Decision {
-    /// `allow`, `deny` or `repair`.
+    /// `allow`, `deny`, `repair` or `confirm`.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
             Decision::Deny => "deny",
             Decision::Repair => "repair",
+            Decision::Confirm => "confirm",
         }
+    }
+
+    /// Whether the call may be dispatched as decided (allow or repair): a deny never, a confirm
+    /// only once the user approved it.
+    pub fn dispatches(self) -> bool {
+        matches!(self, Decision::Allow | Decision::Repair)
     }
 }
 
@@ -211,6 +222,9 @@ pub struct GateDecision<'a> {
     pub arguments: Cow<'a, Map<String, Value>>,
     /// The replaced parameters, for a repair.
     pub repairs: Vec<Repair>,
+    /// For a confirm: per failing value, the document the user's request names that it comes
+    /// from, and the lineage that shows it (empty otherwise).
+    pub confirmations: Vec<super::Confirmation>,
     /// What the summary says.
     pub(crate) says: Summary,
 }
@@ -236,6 +250,7 @@ impl GateDecision<'_> {
                 .collect(),
             arguments: Cow::Owned(self.arguments.into_owned()),
             repairs: self.repairs,
+            confirmations: self.confirmations,
             says: Summary::Text(text),
         }
     }
@@ -260,6 +275,7 @@ impl fmt::Debug for GateDecision<'_> {
             .field("reasons", &self.reasons)
             .field("arguments", &self.arguments)
             .field("repairs", &self.repairs)
+            .field("confirmations", &self.confirmations)
             .finish()
     }
 }
@@ -274,6 +290,7 @@ impl PartialEq for GateDecision<'_> {
             && self.reasons == other.reasons
             && self.arguments == other.arguments
             && self.repairs == other.repairs
+            && self.confirmations == other.confirmations
             && self.summary() == other.summary()
     }
 }

@@ -31,6 +31,14 @@ pub enum GateError {
         /// The entry that is not in the context.
         id: EntryId,
     },
+    /// A source names an entry that is not in the active context.
+    #[error("the source {document:?} is given for entry {id}, which is not in the context")]
+    UnknownSource {
+        /// The entry that is not in the context.
+        id: EntryId,
+        /// The document named for it.
+        document: String,
+    },
     /// A checked parameter's value is not of its policy type.
     #[error("parameter `{param}` of tool `{tool}`: {problem}")]
     Value {

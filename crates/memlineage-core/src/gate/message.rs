@@ -44,6 +44,9 @@ pub(crate) struct Facts<'a> {
     pub(crate) ignored: Vec<EntryId>,
     /// What repair made of a failing parameter, appended to the message.
     pub(crate) repair: Option<RepairNote<'a>>,
+    /// For a failing value that comes from a document the user's request names: why it may be
+    /// confirmed (`docs/gate.md`, "Confirm").
+    pub(crate) confirm: Option<super::Confirmation>,
 }
 
 /// What the trace and the judgement found.
@@ -143,6 +146,14 @@ impl Said<'_> {
     pub(crate) fn value(&self) -> Option<&Value> {
         match self {
             Said::Checked(f) => Some(&f.value),
+            _ => None,
+        }
+    }
+
+    /// Why the value may be confirmed, if it may (and the facts are kept).
+    pub(crate) fn confirmation(&self) -> Option<&super::Confirmation> {
+        match self {
+            Said::Checked(f) => f.confirm.as_ref(),
             _ => None,
         }
     }
@@ -390,6 +401,7 @@ mod tests {
             finding,
             ignored: Vec::new(),
             repair: None,
+            confirm: None,
         }
     }
 

@@ -14,6 +14,7 @@
 
 mod call;
 pub mod canon;
+mod confirm;
 mod decide;
 mod decision;
 mod earliest;
@@ -35,6 +36,7 @@ mod wire;
 mod words;
 
 pub use call::ToolCall;
+pub use confirm::Confirmation;
 pub use decide::decide;
 pub use decision::{Decision, GateDecision, Outcome, ParamReason, Repair, Via};
 pub use earliest::{Earliest, FirstCarrier, FirstCarriers};
@@ -119,11 +121,18 @@ pub struct GateInput<'a> {
     /// `docs/gate.md`, "Earliest carrier"); `None`: the rule is off (a decision without a
     /// store).
     pub first_carriers: Option<&'a FirstCarriers>,
+    /// Where context entries were read from, as the integration that made the tool calls
+    /// recorded it: entry id (in `context`) → the document's name (the tool call's argument
+    /// that names it, such as a file path). Never taken from an entry's content or from the
+    /// model: a call denied only because of values from a document that the user's trusted
+    /// request names is a [`Decision::Confirm`] (`docs/gate.md`, "Confirm").
+    pub sources: &'a BTreeMap<EntryId, String>,
 }
 
 static NO_CITATIONS: BTreeMap<String, Vec<EntryId>> = BTreeMap::new();
 static NO_ATTRIBUTION: BTreeMap<String, Vec<(EntryId, Weight)>> = BTreeMap::new();
 static NO_ANCESTRY: Ancestry = BTreeMap::new();
+static NO_SOURCES: BTreeMap<EntryId, String> = BTreeMap::new();
 
 impl<'a> GateInput<'a> {
     /// An input with no citations, no attribution, and no repair.
@@ -140,12 +149,20 @@ impl<'a> GateInput<'a> {
             ancestry: &NO_ANCESTRY,
             prepared: None,
             first_carriers: None,
+            sources: &NO_SOURCES,
         }
     }
 
     /// With the store's answers on where values first appeared in the log.
     pub fn with_first_carriers(mut self, firsts: &'a FirstCarriers) -> Self {
         self.first_carriers = Some(firsts);
+        self
+    }
+
+    /// With the documents context entries were read from (entry id → document name), as the
+    /// integration recorded them: what makes a confirm possible.
+    pub fn with_sources(mut self, sources: &'a BTreeMap<EntryId, String>) -> Self {
+        self.sources = sources;
         self
     }
 

@@ -172,6 +172,9 @@ pub struct ParamPolicy {
     /// What to do with a typed value found inside the text that nothing justifies (default
     /// `deny`).
     pub typed_unjustified: Unjustified,
+    /// Whether a failing value of this parameter (and the typed values inside it) may make the
+    /// call a confirm (`docs/gate.md`, "Confirm"); `None`: the policy's `confirm`.
+    pub confirm: Option<bool>,
 }
 
 impl ParamPolicy {
@@ -184,6 +187,7 @@ impl ParamPolicy {
             unjustified: Unjustified::Deny,
             typed_values: Vec::new(),
             typed_unjustified: Unjustified::Deny,
+            confirm: None,
         }
     }
 }
@@ -211,6 +215,10 @@ pub struct Policy {
     pub provenance: Provenance,
     /// What becomes of unlisted arguments and unnamed tools (default allow).
     pub default: Unlisted,
+    /// Whether a call that would be denied may be a confirm: every failing value comes from a
+    /// document the user's trusted request names (`docs/gate.md`, "Confirm"). Default `false`:
+    /// a policy opts in, and each parameter may opt out (or in) with its own `confirm`.
+    pub confirm: bool,
     /// The sensitive tools by name; a tool not named is not sensitive (under `default =
     /// "allow"`).
     pub tools: BTreeMap<String, ToolPolicy>,
@@ -390,6 +398,7 @@ impl Policy {
                     }
                 }
                 "default" => policy.default = parse_default(&cx, v, "the policy")?,
+                "confirm" => policy.confirm = parse_confirm(&cx, v, "the policy")?,
                 "tools" => {
                     for (tk, tv) in entries(cx.table(v, "`tools`")?) {
                         let tool = cx.name(tk, "tool")?;
@@ -401,7 +410,7 @@ impl Policy {
                     return Err(cx.err(
                         k.span().start,
                         format!(
-                            "unknown key {other:?} at the top level (expected `mode`, `citations`, `carriers`, `provenance`, `default` or `tools`)"
+                            "unknown key {other:?} at the top level (expected `mode`, `citations`, `carriers`, `provenance`, `default`, `confirm` or `tools`)"
                         ),
                     ));
                 }
@@ -419,6 +428,26 @@ impl Policy {
     /// What becomes of the unlisted arguments of `tool`: its own `default`, else the policy's.
     pub fn default_for(&self, tool: &ToolPolicy) -> Unlisted {
         tool.default.unwrap_or(self.default)
+    }
+
+    /// Whether a failing value of parameter `param` may make a call a confirm: its own
+    /// `confirm`, else the policy's.
+    pub fn confirm_for(&self, param: &ParamPolicy) -> bool {
+        param.confirm.unwrap_or(self.confirm)
+    }
+}
+
+/// `confirm = true` or `false`.
+fn parse_confirm(cx: &Ctx<'_>, v: &Val<'_>, where_: &str) -> Result<bool, PolicyError> {
+    match v.get_ref() {
+        DeValue::Boolean(b) => Ok(*b),
+        other => Err(cx.err(
+            v.span().start,
+            format!(
+                "`confirm` of {where_} must be true or false, found {}",
+                type_name(other)
+            ),
+        )),
     }
 }
 
@@ -458,13 +487,14 @@ fn parse_tool(cx: &Ctx<'_>, tool: &str, v: &Val<'_>) -> Result<ToolPolicy, Polic
 }
 
 /// The keys a parameter's table may have.
-const PARAM_KEYS: [&str; 6] = [
+const PARAM_KEYS: [&str; 7] = [
     "type",
     "require",
     "unjustified",
     "pattern",
     "typed_values",
     "typed_unjustified",
+    "confirm",
 ];
 
 /// Parses the parameter at `path`, or — for a table without `type` whose entries are all tables
@@ -521,6 +551,7 @@ fn parse_param(
     let mut unjustified = Unjustified::Deny;
     let mut typed: Option<(Vec<ParamType>, usize)> = None;
     let mut typed_unjustified: Option<(Unjustified, usize)> = None;
+    let mut confirm = None;
     let unjustified_value = |val: &Val<'_>, what: &str| -> Result<Unjustified, PolicyError> {
         match cx.string(val, what)? {
             "allow" => Ok(Unjustified::Allow),
@@ -552,11 +583,12 @@ fn parse_param(
                 })?;
             }
             "unjustified" => unjustified = unjustified_value(val, "`unjustified`")?,
+            "confirm" => confirm = Some(parse_confirm(cx, val, &where_)?),
             other => {
                 return Err(cx.err(
                     k.span().start,
                     format!(
-                        "unknown key {other:?} in {where_} (expected `type`, `require`, `unjustified`, `pattern`, `typed_values` or `typed_unjustified`)"
+                        "unknown key {other:?} in {where_} (expected `type`, `require`, `unjustified`, `pattern`, `typed_values`, `typed_unjustified` or `confirm`)"
                     ),
                 ));
             }
@@ -622,6 +654,7 @@ fn parse_param(
         unjustified,
         typed_values: typed.map(|t| t.0).unwrap_or_default(),
         typed_unjustified: typed_unjustified.map_or(Unjustified::Deny, |t| t.0),
+        confirm,
     })
 }
 

@@ -22,6 +22,8 @@ pub(crate) enum Summary {
     Denied,
     /// The repaired call still fails on the failing parameters.
     StillFails,
+    /// The failing values all come from documents the user's request names.
+    Confirm,
     /// The repairs' parameters were replaced.
     Repaired,
 }
@@ -65,6 +67,27 @@ impl Summary {
                     "Denied: {} of `{tool}` {} not justified within the required label.",
                     name_list(&failing),
                     if failing.len() == 1 { "is" } else { "are" }
+                )
+            }
+            Summary::Confirm => {
+                let params: Vec<&str> = d.confirmations.iter().map(|c| c.param.as_str()).collect();
+                let mut documents: Vec<String> = Vec::new();
+                for c in &d.confirmations {
+                    let shown = format!("{:?}", c.document);
+                    if !documents.contains(&shown) {
+                        documents.push(shown);
+                    }
+                }
+                format!(
+                    "Needs the user's confirmation: {} of `{tool}` {} not justified within the required label, but {} only from {} that the user's request names; not dispatched until the user approves.",
+                    name_list(&params),
+                    if params.len() == 1 { "is" } else { "are" },
+                    if params.len() == 1 { "comes" } else { "come" },
+                    if documents.len() == 1 {
+                        format!("the document {}", documents[0])
+                    } else {
+                        format!("the documents {}", documents.join(", "))
+                    },
                 )
             }
             Summary::StillFails => format!(

@@ -4,6 +4,7 @@
 //! mirror that holds the rendered summary and messages; it is read back into a decision that
 //! holds the texts as they were written.
 
+use super::confirm::Confirmation;
 use super::decision::{Decision, GateDecision, Outcome, ParamReason, Repair, Via};
 use super::ids;
 use super::message::Said;
@@ -90,6 +91,8 @@ struct DecisionOut<'x, 'a> {
     reasons: &'x [ParamReason<'a>],
     arguments: &'x Map<String, Value>,
     repairs: &'x [Repair],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    confirm: &'x [Confirmation],
 }
 
 impl Serialize for GateDecision<'_> {
@@ -103,6 +106,7 @@ impl Serialize for GateDecision<'_> {
             reasons: &self.reasons,
             arguments: &self.arguments,
             repairs: &self.repairs,
+            confirm: &self.confirmations,
         }
         .serialize(s)
     }
@@ -119,6 +123,8 @@ struct DecisionIn<'a> {
     reasons: Vec<ParamReason<'a>>,
     arguments: Map<String, Value>,
     repairs: Vec<Repair>,
+    #[serde(default)]
+    confirm: Vec<Confirmation>,
 }
 
 impl<'de> Deserialize<'de> for GateDecision<'_> {
@@ -132,6 +138,7 @@ impl<'de> Deserialize<'de> for GateDecision<'_> {
             reasons: g.reasons,
             arguments: Cow::Owned(g.arguments),
             repairs: g.repairs,
+            confirmations: g.confirm,
             says: Summary::Text(g.summary),
         })
     }

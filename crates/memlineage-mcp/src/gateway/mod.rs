@@ -241,11 +241,15 @@ impl ServerHandler for Gateway {
             if !j.dispatched {
                 let mut m = Map::new();
                 m.insert(DECISION_KEY.into(), decision);
+                let verdict = if j.decision == "confirm" {
+                    // Not a dispatch: the user must approve the call first (docs/gate.md,
+                    // "Confirm"); the agent asks them, and makes the call again once they have.
+                    "needs the user's confirmation: its values come from a document the user's request names, so ask the user to approve this call (show them the values and where they come from) before making it again; it was not forwarded"
+                } else {
+                    "denied by the MemLineage gate; the call was not forwarded"
+                };
                 return Ok(tool_error(
-                    format!(
-                        "{name}: denied by the MemLineage gate; the call was not forwarded.\n{}\nlogged as {}",
-                        j.text, j.record
-                    ),
+                    format!("{name}: {verdict}.\n{}\nlogged as {}", j.text, j.record),
                     Some(m),
                 ));
             }

@@ -47,7 +47,7 @@ from .errors import (
     StorageError,
     UnavailableError,
 )
-from .gate import Decision, Policy, Reason, Repair
+from .gate import Confirmation, Decision, Policy, Reason, Repair
 from .labels import Label, TrustClass
 from .memory import Memory, Principals
 from .session import Session
@@ -61,6 +61,7 @@ __all__ = [
     "AuditReport",
     "Checkpoint",
     "ClosedError",
+    "Confirmation",
     "ConflictError",
     "Decision",
     "Dropped",

@@ -131,6 +131,7 @@ class Handle:
         repair_query: str | None,
         scope: str,
         recorder: str,
+        sources: list[tuple[str, str]] = ...,
     ) -> tuple[dict[str, Any], str]: ...
 
 def version() -> str: ...

@@ -185,6 +185,7 @@ class AsyncMemory:
         repair_query: str | None = None,
         scope: str | None = None,
         recorder: str = "agent",
+        sources: Mapping[EntryRef, str] | None = None,
     ) -> Decision:
         return await self._r.run(
             self.memory.gate,
@@ -196,6 +197,7 @@ class AsyncMemory:
             repair_query=repair_query,
             scope=scope,
             recorder=recorder,
+            sources=sources,
         )
 
 

@@ -157,6 +157,25 @@ class Repair(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class Confirmation(Record):
+    """Why one failing value of a ``confirm`` needs the user's approval (``docs/gate.md``,
+    "Confirm"): it comes from a document the user's trusted request names."""
+
+    #: The value's concrete path, as in its reason.
+    param: str
+    #: The untrusted context entry that carries the value.
+    carrier: str
+    #: The entry read from the document (the carrier, or where its value came from).
+    source: str
+    #: The document's name, as the integration recorded it.
+    document: str
+    #: The user's trusted request that names the document.
+    named_by: str
+    #: The lineage from the carrier to the source, the carrier first.
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Reason(Record):
     """Why one checked parameter passed or failed (``docs/gate.md``, "Reasons")."""
 
@@ -209,12 +228,13 @@ class Decision(Record):
     """The gate's decision on one tool call, logged as a signed ``gate_decision`` entry
     (:attr:`record`) so that anyone can re-check it."""
 
-    #: ``allow``, ``deny`` or ``repair`` (or a decision a later version adds).
+    #: ``allow``, ``deny``, ``repair`` or ``confirm`` (or a decision a later version adds).
     decision: str
     tool: str
     #: The policy's mode: ``enforce`` or ``record``.
     mode: str
-    #: Whether to dispatch the call: allow and repair in enforce mode; always in record mode.
+    #: Whether to dispatch the call: allow and repair in enforce mode (never a deny, and a
+    #: confirm only once the user approved it); always in record mode.
     dispatched: bool
     #: One sentence summing up the decision.
     summary: str
@@ -229,6 +249,9 @@ class Decision(Record):
     record: str
     #: The decision exactly as the gate returned it (JSON data).
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    #: For a ``confirm``: per failing value, the document the user's request names that it
+    #: comes from, and the lineage (empty otherwise).
+    confirmations: tuple[Confirmation, ...] = ()
 
     @property
     def allowed(self) -> bool:
@@ -240,6 +263,13 @@ class Decision(Record):
     def denied(self) -> bool:
         """Whether the gate denied the call (in record mode it is dispatched all the same)."""
         return self.decision == "deny"
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """Whether the call needs the user's approval (a ``confirm``): show the user the call
+        and :attr:`confirmations`, and dispatch it only if they approve (``docs/gate.md``,
+        "Confirm"). Not dispatched until then."""
+        return self.decision == "confirm"
 
     @property
     def repaired(self) -> bool:
@@ -290,7 +320,18 @@ def decision_from_native(d: Mapping[str, Any], record: str) -> Decision:
         ),
         record=record,
         raw=d,
+        confirmations=tuple(
+            Confirmation(
+                c["param"],
+                c["carrier"],
+                c["source"],
+                c["document"],
+                c["named_by"],
+                tuple(c.get("path") or ()),
+            )
+            for c in d.get("confirm") or ()
+        ),
     )
 
 
-__all__ = ["Decision", "Policy", "Reason", "Repair", "call_json"]
+__all__ = ["Confirmation", "Decision", "Policy", "Reason", "Repair", "call_json"]

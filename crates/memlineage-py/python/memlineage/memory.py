@@ -399,6 +399,7 @@ class Memory:
         repair_query: str | None = None,
         scope: str | None = None,
         recorder: str = "agent",
+        sources: Mapping[EntryRef, str] | None = None,
     ) -> Decision:
         """Decides whether a tool call may be dispatched, and logs the decision as a signed
         ``gate_decision`` entry by ``recorder``.
@@ -410,8 +411,15 @@ class Memory:
         provenance, from the context and then from the store (searched with ``repair_query``,
         default the user's request, within ``scope``).
 
-        Dispatch only when :attr:`Decision.allowed`, with :attr:`Decision.arguments`. A call
-        the gate cannot judge raises :class:`~memlineage.GateError`: never dispatch it.
+        ``sources`` says which context entries the integration read from a document, entry →
+        the document's name (the tool call's argument that named it, captured when the call was
+        made — never taken from the entry's content): a call denied only by values from a
+        document the user's trusted request names is then a ``confirm`` (the policy must allow
+        it; ``docs/gate.md``, "Confirm"). :class:`~memlineage.Session` records them for you.
+
+        Dispatch only when :attr:`Decision.allowed`, with :attr:`Decision.arguments`; a
+        ``confirm`` only after the user approved it. A call the gate cannot judge raises
+        :class:`~memlineage.GateError`: never dispatch it.
         """
         citations: list[tuple[str, list[str]]] = []
         for param, refs in (cite or {}).items():
@@ -428,6 +436,7 @@ class Memory:
             repair_query,
             scope or DEFAULT_SCOPE,
             recorder,
+            [(entry_id(e), doc) for e, doc in (sources or {}).items()],
         )
         return decision_from_native(d, record)
 

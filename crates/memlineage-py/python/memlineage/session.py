@@ -70,6 +70,10 @@ class Session:
         self._seen: set[str] = set()
         self._calls: dict[str, str] = {}
         self._results: set[str] = set()
+        #: The document each tool result's entries were read from (entry id → the value of the
+        #: tool's source argument), captured when this session recorded them: the gate's
+        #: ``sources``, never read back from an entry's metadata or content.
+        self._sources: dict[str, str] = {}
         self._instructions: str | None = None
         self._observed = 0
         self._check_principals()
@@ -217,7 +221,7 @@ class Session:
                 if call_id in self._results:
                     return []
                 self._results.add(call_id)
-            return self._record(
+            entries = self._record(
                 [
                     (
                         p.text,
@@ -230,6 +234,9 @@ class Session:
                     if p.text
                 ]
             )
+            if ref:
+                self._sources.update((e.id, ref) for e in entries)
+            return entries
 
     # -- what the model writes ------------------------------------------------------------------
 
@@ -284,6 +291,7 @@ class Session:
         if pol is None:
             raise InputError("no policy: give Session(policy=…) or gate(call, policy=…)")
         with self._lock:
+            sources: dict[EntryRef, str] = {i: doc for i, doc in self.sources_in_context().items()}
             d = self.memory.gate(
                 pol,
                 call,
@@ -293,11 +301,18 @@ class Session:
                 repair_query=repair_query,
                 scope=self.scope,
                 recorder=self.trust.model,
+                sources=sources,
             )
             call_id = _call_id(call)
             if call_id is not None:
                 self._calls[call_id] = d.tool
             return d
+
+    def sources_in_context(self) -> dict[str, str]:
+        """The documents the context's tool results were read from (entry id → document), as
+        this session recorded them: what lets the gate answer ``confirm`` for a value from a
+        document the user's request names."""
+        return {i: self._sources[i] for i in self._ids if i in self._sources}
 
     @staticmethod
     def refusal(decision: Decision) -> str:

@@ -40,6 +40,13 @@ pub struct GateBody {
     /// Attribution weights the caller computed: parameter → context entries with weights.
     #[serde(default)]
     pub attribution: BTreeMap<String, Vec<AttributedIn>>,
+    /// Where context entries were read from, as the agent that made the tool calls recorded
+    /// it: entry id → the document's name (the tool call's argument that named it). A call
+    /// denied only by values from a document the user's trusted request names is then a
+    /// `confirm`, when the policy allows it (`docs/gate.md`, "Confirm"). Every id must be in
+    /// `context`.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
     /// Repair a call that would be denied with values of trusted provenance.
     #[serde(default)]
     pub repair: bool,
@@ -63,8 +70,9 @@ pub struct AttributedIn {
 /// The decision, as the library serialises it, and its log record.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct GateOut {
-    /// `decision` (allow, deny, repair), `tool`, `mode`, `dispatched`, `summary`, `reasons`,
-    /// `arguments` (to dispatch), `repairs` — see `docs/gate.md`.
+    /// `decision` (allow, deny, repair, confirm), `tool`, `mode`, `dispatched`, `summary`,
+    /// `reasons`, `arguments` (to dispatch), `repairs`, and for a confirm `confirm` (per failing
+    /// value: `param`, `carrier`, `source`, `document`, `named_by`, `path`) — see `docs/gate.md`.
     #[serde(flatten)]
     #[schema(value_type = Object)]
     pub decision: serde_json::Value,
@@ -77,7 +85,7 @@ pub struct GateOut {
 /// Decide whether a tool call may be dispatched; the decision is logged before it is answered.
 #[utoipa::path(post, path = "/v1/gate", tag = "gate", request_body = GateBody,
     security(("bearer" = [])),
-    responses((status = 200, body = GateOut, description = "allow, deny or repair (a deny is an answer, not an error)"),
+    responses((status = 200, body = GateOut, description = "allow, deny, repair or confirm (a deny is an answer, not an error; a confirm is not dispatched until the user approves)"),
         (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
         (status = 422, body = crate::error::ErrorBody, description = "the call cannot be judged: do not dispatch it")))]
 pub async fn gate(
@@ -138,6 +146,24 @@ pub async fn gate(
         }
         attribution.insert(param.clone(), v);
     }
+    if body.sources.len() > state.limits.max_ids {
+        return Err(ApiError::invalid(format!(
+            "`sources` names {} entries: this service takes at most {}",
+            body.sources.len(),
+            state.limits.max_ids
+        )));
+    }
+    let mut sources = BTreeMap::new();
+    for (id, document) in &body.sources {
+        if document.len() > state.limits.max_query_bytes {
+            return Err(ApiError::limit(format!(
+                "a document name in `sources` is {} bytes: this service takes at most {}",
+                document.len(),
+                state.limits.max_query_bytes
+            )));
+        }
+        sources.insert(parse_id(id, "sources")?, document.clone());
+    }
     let scope = caller.scope_for_write(body.scope.as_deref())?;
     // The decision record is signed by the token's principal, and the library accepts
     // `gate_decision` records from trusted principals only: refuse before deciding.
@@ -148,12 +174,13 @@ pub async fn gate(
         )));
     }
     // A token never gates on entries outside its scopes: every context entry must be
-    // readable with it. Citations and attribution weights may only name context entries (the
-    // gate refuses any other as a call it cannot judge), so this covers them too.
+    // readable with it. Citations, attribution weights and sources may only name context
+    // entries (the gate refuses any other as a call it cannot judge), so this covers them too.
     super::entries::check_readable(&state, &caller, context.clone()).await?;
     let mut req = GateRequest::new(call, context, caller.principal());
     req.citations = citations;
     req.attribution = attribution;
+    req.sources = sources;
     req.repair = body.repair;
     req.repair_query = body.repair_query;
     req.scope = scope;

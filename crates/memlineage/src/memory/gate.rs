@@ -38,6 +38,11 @@ pub struct GateRequest {
     pub readable: Option<Vec<Scope>>,
     /// The principal that signs the decision record.
     pub recorder: PrincipalName,
+    /// Where context entries were read from, as the integration that made the tool calls
+    /// recorded it: entry id (in `context`) → the document's name (the tool call's argument
+    /// naming it). What lets a call denied only by values from a document the user's request
+    /// names be a confirm (`docs/gate.md`, "Confirm"); kept in the decision record.
+    pub sources: BTreeMap<EntryId, String>,
 }
 
 impl GateRequest {
@@ -53,6 +58,7 @@ impl GateRequest {
             scope: Scope::default(),
             readable: None,
             recorder: recorder.clone(),
+            sources: BTreeMap::new(),
         }
     }
 }
@@ -169,7 +175,8 @@ impl Memory {
             .with_citations(&req.citations)
             .with_attribution(&req.attribution)
             .with_fallback(self.settings.fallback)
-            .with_ancestry(&ancestry);
+            .with_ancestry(&ancestry)
+            .with_sources(&req.sources);
         if let Some(f) = &firsts {
             input = input.with_first_carriers(f);
         }
@@ -179,11 +186,16 @@ impl Memory {
         let decision = gate::decide(policy, &input)
             .map_err(Error::Gate)?
             .into_owned();
-        let record = serde_json::json!({
+        let mut record = serde_json::json!({
             "call": {"name": req.call.name, "arguments": req.call.arguments},
             "context": req.context,
             "decision": decision,
         });
+        if !req.sources.is_empty() {
+            // What the gate was told about where entries were read from, so that a third
+            // party re-checking a confirm sees the same input.
+            record["sources"] = serde_json::json!(req.sources);
+        }
         let content = serde_json::to_vec(&record)
             .map_err(|e| Error::internal(format!("gate record: {e}")))?;
         let record = WriteRequest::new(&req.recorder, EntryKind::GateDecision, content)

@@ -133,11 +133,11 @@ class GatedToolsExecutor(BasePipelineElement):
             )
             return _result(call, "", text), None
         refs = state.refs()
-        confirm = confirmations(decision, state)
+        confirm = confirmations(decision)
         record = CallRecord(
             tool=call.function,
             arguments=args,
-            decision="confirm" if confirm else decision.decision,
+            decision=decision.decision,
             dispatched=decision.allowed,
             dispatched_arguments=dict(decision.arguments) if decision.allowed else None,
             summary=without_ids(decision.summary, refs),

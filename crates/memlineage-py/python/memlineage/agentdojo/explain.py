@@ -24,8 +24,8 @@ _HEX = re.compile(r"\b[0-9a-f]{12,64}\b")
 def model_message(
     decision: Decision, state: RunState, confirm: Mapping[str, Confirmation] | None = None
 ) -> str:
-    """The tool error the model gets for a call that was not dispatched; ``confirm`` (from
-    :func:`~memlineage.agentdojo.confirm.confirmations`) when the call needs the user's
+    """The tool error the model gets for a call that was not dispatched; ``confirm`` (the
+    gate's, :func:`~memlineage.agentdojo.confirm.confirmations`) when the call needs the user's
     confirmation rather than a refusal."""
     tool = decision.tool
     if confirm:

@@ -238,7 +238,6 @@ def _calls(state: RunState | None, messages: Sequence[ChatMessage]) -> tuple[lis
         ):
             d["dispatched_arguments"] = dict(c.dispatched_arguments)
         if c.gate_decision is not None and c.gate_decision != c.decision:
-            # A confirm: the gate signed a deny, the bridge asks the user.
             d["gate_decision"] = c.gate_decision
         if c.decision != "not_sensitive":
             d["summary"] = c.summary

@@ -78,8 +78,8 @@ class CallRecord:
 
     tool: str
     arguments: Mapping[str, Any]
-    #: ``allow``, ``deny``, ``repair`` (or a later gate's decision); ``confirm`` for a denied
-    #: call that needs the user's confirmation (:mod:`~memlineage.agentdojo.confirm`);
+    #: ``allow``, ``deny``, ``repair``, ``confirm`` (a call that needs the user's
+    #: confirmation, :mod:`~memlineage.agentdojo.confirm`), or a later gate's decision;
     #: ``not_sensitive`` for a tool the policy does not name; ``refused`` for a call the gate
     #: could not judge (never dispatched).
     decision: str
@@ -89,7 +89,7 @@ class CallRecord:
     reasons: list[dict[str, Any]] = field(default_factory=list)
     #: The error text the model was given instead of a result, if any.
     shown_to_model: str | None = None
-    #: The decision the gate signed (``deny`` for a confirm); ``None`` when it did not judge.
+    #: The decision the gate signed; ``None`` when it did not judge.
     gate_decision: str | None = None
 
 
