@@ -27,7 +27,7 @@
 //!
 //! The lineage is reported per failing value ([`Confirmation`]) in the signed decision.
 
-use super::judge::{Judgement, carrier_origin};
+use super::judge::{Judgement, carrier_origin, keys_for};
 use super::param_type::{ParamType, ParamValue};
 use super::policy::Policy;
 use super::trace::carry_of;
@@ -125,11 +125,10 @@ pub(crate) struct Failing<'x, 'a> {
 /// value a deny).
 pub(crate) fn find<'a>(
     policy: &Policy,
-    input: &GateInput<'_>,
+    input: &GateInput<'a>,
     designated: &[Designated],
     f: &Failing<'_, 'a>,
     looks: &mut dyn FnMut(&[&'a ContextEntry]) -> Vec<&'a ContextEntry>,
-    scratch: &mut String,
 ) -> Option<Confirmation> {
     if designated.is_empty()
         || f.judged.by_look
@@ -137,19 +136,22 @@ pub(crate) fn find<'a>(
     {
         return None;
     }
+    // The value's provenance path, through its earliest carrier in the log when that one is
+    // untrusted (issue 19): a bill the user names that gave the value first is on it.
+    let keys = keys_for(input, f.kind, f.value);
     let all = policy.carriers == super::Carriers::All;
     if all {
         // Under `all` every carrier counts, and one that carries the value only by look (a
         // look-alike, or an erased untrusted entry) cannot have it from the named document.
         for c in looks(f.carriers) {
-            if carrier_origin(policy, f.kind, f.value, c, input, scratch).label > f.require {
+            if carrier_origin(policy, f.kind, f.value, c, input, &keys).label > f.require {
                 return None;
             }
         }
     }
     let mut found: Option<Confirmation> = None;
     for c in f.carriers {
-        let origin = carrier_origin(policy, f.kind, f.value, c, input, scratch);
+        let origin = carrier_origin(policy, f.kind, f.value, c, input, &keys);
         if origin.label <= f.require {
             continue;
         }

@@ -383,14 +383,7 @@ impl<'a> Cx<'_, '_, 'a> {
                     carriers: &traced.justifying,
                     judged: j,
                 };
-                super::confirm::find(
-                    self.policy,
-                    input,
-                    designated,
-                    &failing,
-                    &mut looks,
-                    self.scratch,
-                )
+                super::confirm::find(self.policy, input, designated, &failing, &mut looks)
             }
             _ => None,
         };
