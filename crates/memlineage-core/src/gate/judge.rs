@@ -236,14 +236,16 @@ pub(crate) fn carrier_origin<'a>(
         Provenance::Value => {
             let mut carries = |e: &ContextEntry| carry_of(kind, value, e);
             let o = value_origin(carrier, input.ancestry, &mut carries);
-            match input.first_carriers {
-                Some(firsts)
-                    if !keys.is_empty()
-                        && !from_the_user(carrier, input.ancestry, &mut carries) =>
-                {
-                    raise(o, carrier, firsts, keys)
-                }
-                _ => o,
+            let Some(firsts) = input.first_carriers.filter(|_| !keys.is_empty()) else {
+                return o;
+            };
+            // The ancestry is walked for the user's own words only when the earliest carrier
+            // would raise the label at all.
+            let raised = raise(o.clone(), carrier, firsts, keys);
+            if raised.earlier.is_some() && !from_the_user(carrier, input.ancestry, &mut carries) {
+                raised
+            } else {
+                o
             }
         }
     }

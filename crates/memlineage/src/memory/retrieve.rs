@@ -173,6 +173,18 @@ impl Memory {
         self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Include)
     }
 
+    /// [`Memory::recall_lineage`] of the entries at the given leaf indices (the value index
+    /// names carriers by index): one read of the entries, not one by index and one by id.
+    pub(crate) fn recall_lineage_at(&self, indices: &[u64]) -> Result<Retrieval, Error> {
+        let snap = self.backend.snapshot()?;
+        let candidates = snap
+            .entries_by_index(indices)?
+            .into_iter()
+            .flatten()
+            .collect();
+        self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Include)
+    }
+
     fn verify_for_prompt(
         &self,
         snap: Snapshot<'_>,

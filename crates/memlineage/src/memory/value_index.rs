@@ -148,9 +148,7 @@ impl Memory {
             let Some(&last) = indices.last() else {
                 return Ok(Some(None));
             };
-            let stored = self.reads().entries_by_index(&indices)?;
-            let ids: Vec<EntryId> = stored.iter().flatten().map(|s| s.id).collect();
-            let r = self.recall_lineage(&ids)?;
+            let r = self.recall_lineage_at(&indices)?;
             let mut verified: BTreeMap<u64, &EntryView> =
                 r.entries.iter().map(|v| (v.index, v)).collect();
             let dropped: BTreeMap<u64, EntryId> =
