@@ -11,6 +11,7 @@ mod common;
 
 use common::p;
 
+use common::tamper::{rebuild_nodes, set_node};
 use common::{derived, setup_with};
 use memlineage::{Memory, SqliteStore, WriteRequest};
 use memlineage_core::EntryId;
@@ -42,17 +43,6 @@ fn index_of(mem: &Memory, id: &EntryId) -> u64 {
 
 fn search(mem: &Memory) -> memlineage::memory::Retrieval {
     mem.search("shared", &Scope::default(), 8).unwrap()
-}
-
-fn set_node(path: &Path, node: NodeId, hash: &[u8]) {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let n = conn
-        .execute(
-            "UPDATE nodes SET hash = ?3 WHERE level = ?1 AND idx = ?2",
-            rusqlite::params![node.level, node.index as i64, hash],
-        )
-        .unwrap();
-    assert_eq!(n, 1);
 }
 
 #[test]
@@ -226,7 +216,9 @@ fn outcome_of(kept: &[EntryId], dropped: &[EntryId], reason: &str) -> Outcome {
 fn an_edited_or_missing_parent_fails_only_its_children() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    let mem = setup_with(SqliteStore::open(&path).unwrap());
+    // A handle that remembers nothing it verified: every parent's leaf is read from the store
+    // at every retrieval (what a handle remembers is `verified_cache.rs`'s test).
+    let mem = setup_with(SqliteStore::open(&path).unwrap()).with_verified_cache(0);
     let note = |text: &str| {
         mem.write(WriteRequest::new(&p("agent"), EntryKind::Observation, text))
             .unwrap()
@@ -288,34 +280,6 @@ fn an_edited_or_missing_parent_fails_only_its_children() {
             outcome(&r),
             outcome_of(&[of_p, alone], &[both, of_q], &q_reason)
         );
-    }
-}
-
-/// Rewrites every stored Merkle node from the stored leaves (after a leaf was edited), so that
-/// a fresh checkpoint covers the edited leaf and only its signature is wrong.
-fn rebuild_nodes(path: &Path) {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let leaves: Vec<Vec<u8>> = conn
-        .prepare("SELECT leaf FROM entries ORDER BY idx")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let mut tree = MemoryTree::new();
-    for leaf in &leaves {
-        tree.append(leaf);
-    }
-    let nodes: Vec<(u8, i64)> = conn
-        .prepare("SELECT level, idx FROM nodes")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    for (level, idx) in nodes {
-        let hash = tree.node(NodeId::new(level, idx as u64)).unwrap();
-        set_node(path, NodeId::new(level, idx as u64), hash.as_bytes());
     }
 }
 

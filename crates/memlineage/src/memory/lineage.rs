@@ -19,9 +19,12 @@ pub enum Direction {
     Descendants,
 }
 
-/// The store seen as a lineage DAG, with the registry for writer classes.
+/// The store seen as a lineage DAG, with the registry for writer classes. A walk reads through
+/// one read snapshot of the backend (one read transaction): one consistent state of the log,
+/// and no transaction begun and ended per node (on SQLite, two WAL lock calls each).
 pub(crate) struct StoreLineage<'a> {
     mem: &'a Memory,
+    reads: Box<dyn crate::store::BackendRead + 'a>,
     registry: std::sync::Arc<Registry>,
     distrust: std::sync::Arc<super::distrusted::DistrustLog>,
 }
@@ -30,7 +33,7 @@ impl LineageSource for StoreLineage<'_> {
     type Error = Error;
 
     fn node(&self, id: &EntryId) -> Result<Option<LineageNodeInfo>, Error> {
-        let Some(stored) = self.mem.reads().entry_by_id(id)? else {
+        let Some(stored) = self.reads.entry_by_id(id)? else {
             return Ok(None);
         };
         let view = EntryView::from_stored(stored)?;
@@ -58,17 +61,19 @@ impl LineageSource for StoreLineage<'_> {
     }
 
     fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {
-        self.mem.reads().children(id)
+        self.reads.children(id)
     }
 }
 
 impl Memory {
     pub(crate) fn lineage_source(&self) -> Result<StoreLineage<'_>, Error> {
+        let reads = self.backend.snapshot()?;
         let super::registry::Replayed {
             registry, distrust, ..
-        } = self.refresh_registry_and_distrust(self.reads())?;
+        } = self.refresh_registry_and_distrust(&*reads)?;
         Ok(StoreLineage {
             mem: self,
+            reads,
             registry,
             distrust,
         })

@@ -28,6 +28,7 @@ mod signature_helper;
 mod signing;
 pub(crate) mod stage;
 pub(crate) mod value_index;
+mod verified_cache;
 mod verified_note;
 mod witnessing;
 mod write;
@@ -112,6 +113,9 @@ pub struct Memory {
     /// The helper thread that verifies retrievals' signatures beside them
     /// (`signature_helper.rs`).
     signatures: signature_helper::SignatureHelper,
+    /// The checks of retrieval whose passing answers this handle remembers
+    /// (`verified_cache.rs`).
+    verified: verified_cache::VerifiedCache,
     /// The embedding model and vector index of semantic retrieval, when a model is attached
     /// (`semantic.rs`).
     semantic: Option<semantic::Semantic>,
@@ -233,6 +237,7 @@ impl Memory {
             labels: label_cache::LabelCache::default(),
             verified_note: verified_note::VerifiedNote::default(),
             signatures: signature_helper::SignatureHelper::default(),
+            verified: verified_cache::VerifiedCache::default(),
             semantic: None,
             clock: Box::new(SystemClock),
             reader: None,
@@ -243,6 +248,21 @@ impl Memory {
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Memory {
         self.clock = Box::new(clock);
         self
+    }
+
+    /// Sets how many verified answers of each kind (signatures, inclusions, signed labels)
+    /// this handle remembers across retrievals and gate calls (`verified_cache.rs`); 0
+    /// remembers nothing, so that every retrieval verifies everything from the store. The
+    /// default keeps 32,768 of each, about 6 MiB.
+    pub fn with_verified_cache(mut self, capacity: usize) -> Memory {
+        self.verified = verified_cache::VerifiedCache::with_capacity(capacity);
+        self
+    }
+
+    /// Forgets every verified answer this handle remembers (the next retrieval verifies its
+    /// entries' signatures, inclusions and parents' labels from the store again).
+    pub fn forget_verified(&self) {
+        self.verified.clear();
     }
 
     /// The keyring: load the secret keys this process signs with.

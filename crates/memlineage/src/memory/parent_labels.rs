@@ -10,10 +10,12 @@
 //! than [`PREFETCH_MAX`]) is read on its own when needed, so errors land where they did.
 //!
 //! Nothing else changes: a label is remembered once decoded (a parent shared by several
-//! entries, or itself returned, is decoded once), and a parent whose leaf fails to decode
-//! fails every entry that names it, with the same error.
+//! entries, or itself returned, is decoded once; and across retrievals by the handle's
+//! [`VerifiedCache`], the label being part of the body that hashes to the id), and a parent
+//! whose leaf fails to decode fails every entry that names it, with the same error.
 
 use super::EntryView;
+use super::verified_cache::VerifiedCache;
 use crate::error::Error;
 use crate::store::{BackendRead, StoredEntry};
 use memlineage_core::EntryId;
@@ -27,6 +29,8 @@ const PREFETCH_MAX: usize = 256;
 /// Signed labels by entry id, for one retrieval.
 pub(super) struct ParentLabels<'s> {
     store: &'s dyn BackendRead,
+    /// The signed labels this handle read before (`verified_cache.rs`).
+    remembered: &'s VerifiedCache,
     /// Labels decoded so far (returned entries and parents).
     labels: HashMap<EntryId, TrustLabel>,
     /// Parents read ahead and not yet decoded (`None`: not in the log).
@@ -34,9 +38,10 @@ pub(super) struct ParentLabels<'s> {
 }
 
 impl<'s> ParentLabels<'s> {
-    pub(super) fn new(store: &'s dyn BackendRead) -> Self {
+    pub(super) fn new(store: &'s dyn BackendRead, remembered: &'s VerifiedCache) -> Self {
         ParentLabels {
             store,
+            remembered,
             labels: HashMap::new(),
             read_ahead: HashMap::new(),
         }
@@ -45,6 +50,7 @@ impl<'s> ParentLabels<'s> {
     /// Remembers the signed label of an entry decoded elsewhere (a returned entry).
     pub(super) fn insert(&mut self, id: EntryId, label: TrustLabel) {
         self.labels.insert(id, label);
+        self.remembered.remember_label(id, label);
     }
 
     /// Reads ahead, in one store call, the leaves of those of `ids` whose label is not known
@@ -53,6 +59,7 @@ impl<'s> ParentLabels<'s> {
         let mut wanted: Vec<EntryId> = ids
             .into_iter()
             .filter(|id| !self.labels.contains_key(id))
+            .filter(|id| self.remembered.label(id).is_none())
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
@@ -70,12 +77,17 @@ impl<'s> ParentLabels<'s> {
         if let Some(label) = self.labels.get(id) {
             return Ok(*label);
         }
+        if let Some(label) = self.remembered.label(id) {
+            self.labels.insert(*id, label);
+            return Ok(label);
+        }
         let stored = match self.read_ahead.remove(id) {
             Some(stored) => stored,
             None => self.store.entry_by_id(id)?,
         };
         let label = EntryView::from_stored(stored.ok_or(Error::UnknownParent(*id))?)?.label;
         self.labels.insert(*id, label);
+        self.remembered.remember_label(*id, label);
         Ok(label)
     }
 }

@@ -18,6 +18,11 @@
 //! parents' leaves all come from one consistent state of the log. When it must sign a fresh
 //! checkpoint first, it ends the snapshot, signs, and reads on from a new one.
 //!
+//! The handle remembers three kinds of answers that passed — a signature, an inclusion in a
+//! signed tree (carried over to later trees through a verified consistency proof), a signed
+//! label — keyed by every input they depend on (`verified_cache.rs`), and does not repeat
+//! those checks for the same bytes; every other check runs at every retrieval.
+//!
 //! What only `verify` checks is listed in `docs/store.md`.
 
 use super::anchor::Anchor;
@@ -25,9 +30,12 @@ use super::control::operator_of;
 use super::distrusted::DistrustLog;
 use super::effective::EffectiveWalk;
 use super::parent_labels::ParentLabels;
-use super::read::{check_checkpoint_root, check_checkpoint_size, root_at_in};
+use super::read::{
+    check_checkpoint_root, check_checkpoint_size, root_at_in, unverified_consistency_proof,
+};
 use super::registry::Replayed;
 use super::signature_helper;
+use super::verified_cache::VerifiedCache;
 use super::{EntryView, Memory};
 use crate::error::{Error, Refusal};
 use crate::store::{BackendRead, SearchTerms, StoredEntry};
@@ -206,7 +214,9 @@ impl Memory {
             .filter(|c| forgotten == Forgotten::Include || c.forgotten_by.is_none())
             .map(Decoded::new)
             .collect();
-        let pending = self.signatures.start(signature_items(&decoded, &registry));
+        let pending = self
+            .signatures
+            .start(signature_items(&decoded, &registry, &self.verified));
         let store_rule = self.store_rule();
         // The checkpoint the proofs anchor to; refreshed when this process holds the operator
         // key and entries were written since the last one (unless the backend is read-only, or
@@ -236,13 +246,29 @@ impl Memory {
         let size = snap.size()?;
         if let Some(cp) = &checkpoint {
             check_checkpoint_size(cp, size)?;
+            self.verified
+                .anchor_to(cp.size, cp.root, |old_size, old_root| {
+                    unverified_consistency_proof(snap, old_size, cp.size).is_ok_and(|proof| {
+                        merkle::verify_consistency(old_size, cp.size, &old_root, &cp.root, &proof)
+                            .is_ok()
+                    })
+                });
         }
-        let live = decoded.iter().map(|d| d.index);
+        // The proofs of the entries whose inclusion this handle proved before are not read.
+        let proved = |index: u64, leaf_hash: &Hash256| {
+            checkpoint
+                .as_ref()
+                .is_some_and(|cp| self.verified.included(cp.size, &cp.root, index, leaf_hash))
+        };
+        let live = decoded
+            .iter()
+            .filter(|d| !proved(d.index, &d.leaf_hash))
+            .map(|d| d.index);
         let anchor = match &checkpoint {
             Some(cp) => Some(Anchor::new(snap, cp, live)?),
             None => None,
         };
-        let mut signed_labels = ParentLabels::new(snap);
+        let mut signed_labels = ParentLabels::new(snap, &self.verified);
         for d in &decoded {
             if let Ok(body) = d.view.as_ref().map(|v| v.entry.body())
                 && !body.kind.is_control()
@@ -304,9 +330,13 @@ impl Memory {
                 }
             };
             match (&checkpoint, &anchor) {
+                (Some(_), Some(_)) if proved(index, &leaf_hash) => {}
                 (Some(cp), Some(anchor)) if index < cp.size && cp.size <= size => {
                     match anchor.includes(index, leaf_hash) {
-                        Ok(true) => {}
+                        Ok(true) => {
+                            self.verified
+                                .remember_inclusion(cp.size, &cp.root, index, leaf_hash);
+                        }
                         Ok(false) => {
                             drop("inclusion proof does not reach the signed checkpoint".into());
                             continue;
@@ -357,27 +387,51 @@ impl Memory {
             }
             ok.push((view, key));
         }
-        // One batch verification for the whole result set: the helper's, when it verified
-        // every candidate (a superset), else here.
-        let wanted: Vec<_> = ok.iter().map(|(v, key)| (v.entry.id(), *key)).collect();
+        // One batch verification for the result set's signatures this handle has not verified
+        // before: the helper's, when it verified every such candidate (a superset), else here.
+        let unchecked: Vec<usize> = (0..ok.len())
+            .filter(|&i| {
+                let (v, key) = &ok[i];
+                !self.verified.signature_verified(
+                    &v.entry.id(),
+                    key.as_bytes(),
+                    &v.entry.signature().to_bytes(),
+                )
+            })
+            .collect();
+        let wanted: Vec<_> = unchecked
+            .iter()
+            .map(|&i| (ok[i].0.entry.id(), ok[i].1))
+            .collect();
         let bad: Vec<usize> = match pending.verified(&wanted) {
+            _ if unchecked.is_empty() => Vec::new(),
             Some(true) => Vec::new(),
             _ => {
-                let items: Vec<BatchItem<'_>> = ok
+                let items: Vec<BatchItem<'_>> = unchecked
                     .iter()
-                    .map(|(v, key)| BatchItem {
-                        key,
-                        bytes: v.entry.body_bytes(),
-                        signature: v.entry.signature(),
+                    .map(|&i| BatchItem {
+                        key: &ok[i].1,
+                        bytes: ok[i].0.entry.body_bytes(),
+                        signature: ok[i].0.entry.signature(),
                     })
                     .collect();
                 match keys::verify_batch(Domain::EntryV1, &items) {
                     Ok(()) => Vec::new(),
-                    Err(keys::KeyError::BatchFailed(v)) => v,
-                    Err(_) => (0..items.len()).collect(),
+                    Err(keys::KeyError::BatchFailed(v)) => {
+                        v.iter().map(|&j| unchecked[j]).collect()
+                    }
+                    Err(_) => unchecked.clone(),
                 }
             }
         };
+        for &i in unchecked.iter().filter(|i| !bad.contains(i)) {
+            let (v, key) = &ok[i];
+            self.verified.remember_signature(
+                &v.entry.id(),
+                key.as_bytes(),
+                &v.entry.signature().to_bytes(),
+            );
+        }
         let mut entries = Vec::with_capacity(ok.len());
         for (i, (view, _)) in ok.into_iter().enumerate() {
             if bad.contains(&i) {
@@ -486,6 +540,7 @@ fn batch_read(
 fn signature_items(
     decoded: &[Decoded],
     registry: &memlineage_core::principal::Registry,
+    verified: &VerifiedCache,
 ) -> Vec<signature_helper::Item> {
     decoded
         .iter()
@@ -496,6 +551,10 @@ fn signature_items(
             let (_, key) = registry
                 .signer_at(&body.writer, &body.key_id, v.index)
                 .ok()?;
+            let signature = v.entry.signature().to_bytes();
+            if verified.signature_verified(&v.entry.id(), key.as_bytes(), &signature) {
+                return None;
+            }
             Some((
                 v.entry.id(),
                 *key,

@@ -18,7 +18,8 @@
 //!   helper is busy with another retrieval of the same handle, the process may use one core —
 //!   the retrieval verifies its entries itself, exactly as before.
 //!
-//! Nothing is cached across retrievals: every retrieval's signatures are verified. A thread
+//! Signatures this handle verified before (`verified_cache.rs`) are not handed over: only the
+//! others are verified, here or by the retrieval. A thread
 //! spawned per retrieval would cost its start (measured ≈ 80 µs before it ran, on the 2-vCPU
 //! benchmark machine); the helper waits on a condition variable between jobs. Where it runs is
 //! the scheduler's choice: beside the retrieval on an idle core (the retrieval then waits
