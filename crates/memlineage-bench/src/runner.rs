@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Row names, in the order [`run`] returns them. Stable: documented in `docs/performance.md`.
-pub const ROW_NAMES: [&str; 24] = [
+pub const ROW_NAMES: [&str; 25] = [
     "raw_sign",
     "raw_verify",
     "raw_sha256_node",
@@ -46,6 +46,7 @@ pub const ROW_NAMES: [&str; 24] = [
     "gate_decision_prepared",
     "gate_decision_earliest",
     "retrieve_verify_render_8",
+    "retrieve_cold_8",
     "recall_verify_render_8",
     "retrieve_held_checkpoint_8",
     "inclusion_proof_gen",
@@ -393,6 +394,7 @@ const STEPS: [(&[&str], Step); 17] = [
     (
         &[
             "retrieve_verify_render_8",
+            "retrieve_cold_8",
             "recall_verify_render_8",
             "retrieve_held_checkpoint_8",
         ],
@@ -936,9 +938,25 @@ fn retrieval_rows(
         None,
         Some(n),
         Some(format!(
-            "Memory::search (FTS5 BM25, 2-word queries) of 8: decode, content hash, signer, inclusion in the signed checkpoint, label, batch signature check, render; fewest returned {fewest}, dropped {dropped}"
+            "Memory::search (FTS5 BM25, 2-word queries) of 8 by a handle as an agent holds it: decode, content hash, signer, inclusion in the signed checkpoint, label, batch signature check (signatures, inclusions and parents' signed labels it verified before are remembered: memory/verified_cache.rs), render; fewest returned {fewest}, dropped {dropped}"
         )),
     );
+    }
+    if rows.wants("retrieve_cold_8") {
+        progress("retrieve_cold_8");
+        let cold = open_cached(&opts.cache(), n, opts.seed, progress)?.with_verified_cache(0);
+        let mut qi = 0usize;
+        let s = measure(&opts.row_budget, || {
+            qi = (qi + 1) % queries.len();
+            black_box(cold.search(&queries[qi], &scope, 8).is_ok());
+        });
+        rows.push(
+            spec("retrieve_cold_8").paper(PAPER_RETRIEVE_8_NS),
+            s,
+            None,
+            Some(n),
+            Some("retrieve_verify_render_8 by a handle that remembers nothing it verified (Memory::with_verified_cache(0)): every signature, proof and parent label from the store, as for entries a handle has never seen".into()),
+        );
     }
     if rows.wants("recall_verify_render_8") {
         recall_row(opts, rows, &mem, &returned, progress)?;

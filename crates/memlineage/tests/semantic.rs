@@ -318,6 +318,31 @@ fn a_tampered_stored_embedding_is_refused_and_recomputed() {
         [wifi],
     )
     .unwrap();
+    // `verify` names both rows, and nothing else.
+    let audit = |path: &Path| {
+        Memory::open(SqliteStore::open(path).unwrap())
+            .unwrap()
+            .verify(&mut |_, _| {})
+            .unwrap()
+    };
+    let report = audit(&path);
+    let mut named: Vec<i64> = report
+        .problems
+        .iter()
+        .filter_map(|p| p.index.map(|i| i as i64))
+        .collect();
+    named.sort_unstable();
+    let mut edited = vec![cello, wifi];
+    edited.sort_unstable();
+    assert_eq!(named, edited, "{:?}", report.problems);
+    assert!(
+        report
+            .problems
+            .iter()
+            .all(|p| p.reason.contains("does not match its binding")),
+        "{:?}",
+        report.problems
+    );
     let mem = reopen(&path, e.clone());
     let status = mem.vector_index_status().unwrap();
     let mut refused: Vec<u64> = status.rejected.iter().map(|r| r.index).collect();
@@ -339,6 +364,8 @@ fn a_tampered_stored_embedding_is_refused_and_recomputed() {
     let status = reopen(&path, e).vector_index_status().unwrap();
     assert_eq!((status.loaded, status.embedded), (6, 0));
     assert!(status.rejected.is_empty());
+    let report = audit(&path);
+    assert!(report.ok(), "{:?}", report.problems);
 }
 
 #[test]

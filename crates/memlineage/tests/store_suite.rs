@@ -51,6 +51,14 @@ mod embeddings {
     fn memory() {
         super::embeddings_are_kept_by_model_for_live_entries_only(crate::common::backends::memory);
     }
+    #[test]
+    fn audited_sqlite_file() {
+        super::verify_reports_embeddings_that_do_not_check(crate::common::backends::sqlite_file);
+    }
+    #[test]
+    fn audited_memory() {
+        super::verify_reports_embeddings_that_do_not_check(crate::common::backends::memory);
+    }
 }
 
 fn raw(mem: &Memory) -> &dyn Backend {
@@ -479,6 +487,81 @@ fn checkpoints_and_settings(store: fn() -> Box<dyn Backend>) {
     );
 }
 
+/// `verify` audits the stored embeddings (issue 17): rows bound to live entries pass; an edited
+/// vector, a row for a control record or a forgotten entry, and a row past the log's end are
+/// each reported, for that row only.
+fn verify_reports_embeddings_that_do_not_check(store: fn() -> Box<dyn Backend>) {
+    let mem = setup_with(store());
+    let a = note(&mem, "agent", "first");
+    let b = note(&mem, "agent", "second");
+    let gone = note(&mem, "agent", "third");
+    mem.checkpoint().unwrap();
+    let bound = |id: &EntryId, model: &str, vector: Vec<u8>| {
+        let v = mem.get(id).unwrap();
+        EmbeddingRow {
+            index: v.index,
+            model: model.to_string(),
+            binding: memlineage::search::stored::binding(
+                model,
+                id,
+                &v.entry.body().content_hash,
+                &vector,
+            ),
+            vector,
+        }
+    };
+    let (ia, ib, igone) = (
+        mem.get(&a).unwrap().index,
+        mem.get(&b).unwrap().index,
+        mem.get(&gone).unwrap().index,
+    );
+    raw(&mem)
+        .save_embeddings(&[
+            bound(&a, "m@1", vec![1; 8]),
+            bound(&b, "m@1", vec![2; 8]),
+            bound(&a, "m@2", vec![3; 8]),
+        ])
+        .unwrap();
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+    // An edited vector (its binding kept), a row for the genesis record, and — after the
+    // entry is forgotten — nothing for it (the tombstone removed its row).
+    let mut edited = bound(&b, "m@1", vec![2; 8]);
+    edited.vector[0] ^= 1;
+    let mut genesis = bound(&a, "m@2", vec![4; 8]);
+    genesis.index = 0;
+    raw(&mem).save_embeddings(&[edited, genesis]).unwrap();
+    mem.forget(&p("operator"), &gone, false, "stale").unwrap();
+    mem.checkpoint().unwrap();
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    let mut problems: Vec<(Option<u64>, String)> = report
+        .problems
+        .iter()
+        .map(|p| (p.index, p.reason.clone()))
+        .collect();
+    problems.sort();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems[0].0, Some(0));
+    assert!(
+        problems[0].1.starts_with(
+            "the stored embedding of model `m@2` is for an entry that has no searchable content"
+        ),
+        "{problems:?}"
+    );
+    assert_eq!(problems[1].0, Some(ib));
+    assert!(
+        problems[1]
+            .1
+            .starts_with("the stored embedding of model `m@1` does not match its binding"),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .all(|(i, _)| *i != Some(ia) && *i != Some(igone))
+    );
+}
+
 fn embedding(index: u64, model: &str, byte: u8) -> EmbeddingRow {
     EmbeddingRow {
         index,
@@ -526,6 +609,7 @@ fn embeddings_are_kept_by_model_for_live_entries_only(store: fn() -> Box<dyn Bac
         [embedding(a, "m@2", 4)]
     );
     assert!(backend.embeddings("m@3", 0, u64::MAX).unwrap().is_empty());
+    assert_eq!(backend.embedding_models().unwrap(), ["m@1", "m@2"]);
     // A later save replaces.
     backend.save_embeddings(&[embedding(a, "m@1", 9)]).unwrap();
     assert_eq!(
@@ -542,6 +626,10 @@ fn embeddings_are_kept_by_model_for_live_entries_only(store: fn() -> Box<dyn Bac
     assert!(backend.embeddings("m@1", a + 2, 1).unwrap().is_empty());
     assert_eq!(backend.embeddings("m@1", 0, u64::MAX).unwrap().len(), 2);
     // The snapshot reads them too.
+    assert_eq!(
+        backend.snapshot().unwrap().embedding_models().unwrap(),
+        ["m@1", "m@2"]
+    );
     assert_eq!(
         backend
             .snapshot()

@@ -57,6 +57,7 @@ macro_rules! forward_reads {
             checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
             setting(key: &str) -> Result<Option<String>, Error>;
             embeddings(model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error>;
+            embedding_models() -> Result<Vec<String>, Error>;
             value_carriers(key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error>;
         }
     };
@@ -164,6 +165,12 @@ pub trait BackendRead {
         Ok(Vec::new())
     }
 
+    /// The models of the stored embeddings, sorted, each once (`verify` audits each model's
+    /// rows). Provided: none (a backend without an embeddings table).
+    fn embedding_models(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+
     /// The leaf indices of the entries the value index holds under `key` (entries whose
     /// content carried the value when it was logged, erased ones included), with index ≥
     /// `from`, ascending, at most `limit` (issue 19, `docs/store.md`, "Value index"). Raw: the
@@ -233,6 +240,9 @@ impl<T: BackendRead + ?Sized> BackendRead for &T {
     }
     fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
         (**self).embeddings(model, start, limit)
+    }
+    fn embedding_models(&self) -> Result<Vec<String>, Error> {
+        (**self).embedding_models()
     }
     fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {
         (**self).value_carriers(key, from, limit)

@@ -134,6 +134,9 @@ macro_rules! delegate_backend {
             ) -> Result<Vec<memlineage::store::EmbeddingRow>, memlineage::Error> {
                 self.$f.embeddings(model, start, limit)
             }
+            fn embedding_models(&self) -> Result<Vec<String>, memlineage::Error> {
+                self.$f.embedding_models()
+            }
             fn value_carriers(
                 &self,
                 key: &memlineage_core::gate::ValueKey,

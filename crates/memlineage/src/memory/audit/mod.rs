@@ -15,7 +15,9 @@
 //! forgotten and erased entries, effective labels, the copies of scope, writer, kind and label,
 //! the lineage edges ([`edges`]) — and names every entry whose stored state disagrees. Then the
 //! settings table is checked against the genesis record, and the latest signed checkpoint
-//! against the leaves.
+//! against the leaves. Two indexes beside the log are checked chunk by chunk in pass 1: the
+//! value index ([`values`]: every value an entry carries is indexed) and the stored embeddings
+//! ([`embeddings`]: every row checks its binding to a live entry with content).
 //!
 //! How it runs (the checks are the same as when each was a separate pass):
 //!
@@ -32,6 +34,7 @@
 
 mod derived;
 mod edges;
+mod embeddings;
 mod entries;
 mod facts;
 mod labels;
@@ -155,6 +158,7 @@ impl Memory {
             root_at_checkpoint: None,
             checkpoint_size: cp_note.as_deref().and_then(checkpoint_size),
         };
+        let models = self.reads().embedding_models()?;
         let ahead = LogFacts::from_kind_index(self.reads());
         let mut derived = ahead.map(|f| Derived::new(f, self.store_rule()));
         let examined = std::thread::scope(|scope| -> Result<u64, Error> {
@@ -176,6 +180,13 @@ impl Memory {
                 };
                 let checked = self.check_chunk(&mut p, &rows)?;
                 values::check_chunk(self.reads(), &mut p.out, &rows, &checked.decoded)?;
+                embeddings::check_chunk(
+                    self.reads(),
+                    &mut p.out,
+                    &models,
+                    &rows,
+                    &checked.decoded,
+                )?;
                 if let Some(d) = derived.as_mut() {
                     let copies = self.reads().index_rows(start, CHUNK)?;
                     let decoded: Vec<Option<&SignedEntry>> =
@@ -197,6 +208,7 @@ impl Memory {
                 progress(start.min(total), total);
             }
             report_signatures(&mut p.report, pending.take());
+            embeddings::check_beyond(self.reads(), &mut p.out, &models, total)?;
             std::mem::take(&mut p.out).report_into(&mut p.report);
             Ok(examined)
         })?;

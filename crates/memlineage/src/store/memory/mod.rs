@@ -450,6 +450,15 @@ impl BackendRead for State {
             .collect())
     }
 
+    fn embedding_models(&self) -> Result<Vec<String>, Error> {
+        Ok(self
+            .embeddings
+            .iter()
+            .filter(|(_, vectors)| !vectors.is_empty())
+            .map(|(model, _)| model.clone())
+            .collect())
+    }
+
     fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
         let end = start.saturating_add(limit);
         Ok(self

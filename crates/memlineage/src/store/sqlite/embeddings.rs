@@ -44,6 +44,13 @@ pub(super) fn read(
     .collect()
 }
 
+/// The models of the stored rows, sorted, each once.
+pub(super) fn models(conn: &Connection) -> Result<Vec<String>, Error> {
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT model FROM embeddings ORDER BY model")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The bytes of a blob or text value (text unchecked: it may not be UTF-8); nothing for any
 /// other type.
 fn bytes(v: ValueRef<'_>) -> Vec<u8> {

@@ -338,6 +338,9 @@ impl BackendRead for Reader<'_> {
     fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
         embeddings::read(self.0, model, start, limit)
     }
+    fn embedding_models(&self) -> Result<Vec<String>, Error> {
+        embeddings::models(self.0)
+    }
 
     fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {
         super::values::carriers(self.0, key, from, limit)
