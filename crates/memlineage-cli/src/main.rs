@@ -30,6 +30,17 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     keys: Option<PathBuf>,
 
+    /// An external signer for principals whose keys are not in the key directory: a PKCS#11
+    /// URI (`pkcs11:token=NAME?module-path=MODULE.so&pin-source=FILE`; docs/service.md).
+    #[arg(
+        long,
+        global = true,
+        value_name = "URI",
+        env = "MEMLINEAGE_SIGNER",
+        hide_env_values = true
+    )]
+    signer: Option<String>,
+
     /// Print exactly one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     json: bool,
@@ -160,6 +171,7 @@ fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => return ExitCode::from(output::emit_error(&e, cli.json)),
     };
+    paths.signer = cli.signer.filter(|s| !s.is_empty());
     let ctx = Ctx {
         paths,
         json: cli.json,

@@ -35,6 +35,9 @@ pub struct StorePaths {
     /// What the reader requires of the store's history (`--trusted-checkpoint`,
     /// `--client-state`, `--require-witnesses`), applied whenever the store is opened.
     pub trust: memlineage::transparency::ReaderTrust,
+    /// The external signer (`--signer`, `MEMLINEAGE_SIGNER`): principals whose keys are not in
+    /// the key directory sign through it.
+    pub signer: Option<String>,
 }
 
 impl StorePaths {
@@ -64,6 +67,7 @@ impl StorePaths {
             keys,
             origin,
             trust: memlineage::transparency::ReaderTrust::default(),
+            signer: None,
         })
     }
 

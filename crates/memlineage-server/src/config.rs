@@ -65,6 +65,9 @@ pub struct Config {
     pub policies: Vec<(String, String)>,
     /// How long shutdown waits for requests in flight before closing their connections.
     pub shutdown_grace: Duration,
+    /// An external signer for principals whose keys are not in the key directory: a PKCS#11
+    /// URI (`memlineage::signer::open`; the PIN is never logged).
+    pub signer: Option<String>,
 }
 
 impl Config {
@@ -84,6 +87,7 @@ impl Config {
             limits: Limits::default(),
             policies: Vec::new(),
             shutdown_grace: Duration::from_secs(30),
+            signer: None,
         }
     }
 }
