@@ -321,6 +321,7 @@ mod service {
         // closed, naming the principal and the signer.
         hsm.delete_private_key("vault", "01");
         let (st, e) = post(&base, &token, json!({"content": "must not be written"}));
+        eprintln!("signer failure answered {st}: {e}");
         assert!(st == 403 || st == 503, "{st} {e}");
         let msg = e["error"]["message"].as_str().unwrap();
         assert!(
@@ -339,6 +340,7 @@ mod service {
             &token,
             json!({"content": "must not be written either"}),
         );
+        eprintln!("signer failure answered {st}: {e}");
         assert!(st == 403 || st == 503, "{st} {e}");
         let status = std::process::Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
