@@ -41,6 +41,11 @@ struct Cli {
     )]
     signer: Option<String>,
 
+    /// Seconds a call to the external signer may take before the write fails (closed).
+    #[arg(long, global = true, value_name = "SECS", env = "MEMLINEAGE_SIGNER_TIMEOUT",
+        default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    signer_timeout: u64,
+
     /// Print exactly one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     json: bool,
@@ -172,6 +177,7 @@ fn main() -> ExitCode {
         Err(e) => return ExitCode::from(output::emit_error(&e, cli.json)),
     };
     paths.signer = cli.signer.filter(|s| !s.is_empty());
+    paths.signer_timeout = std::time::Duration::from_secs(cli.signer_timeout);
     let ctx = Ctx {
         paths,
         json: cli.json,

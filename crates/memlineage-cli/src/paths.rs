@@ -38,6 +38,8 @@ pub struct StorePaths {
     /// The external signer (`--signer`, `MEMLINEAGE_SIGNER`): principals whose keys are not in
     /// the key directory sign through it.
     pub signer: Option<String>,
+    /// How long a call to the external signer may take (`--signer-timeout`).
+    pub signer_timeout: std::time::Duration,
 }
 
 impl StorePaths {
@@ -68,6 +70,7 @@ impl StorePaths {
             origin,
             trust: memlineage::transparency::ReaderTrust::default(),
             signer: None,
+            signer_timeout: memlineage::ExternalSigner::DEFAULT_TIMEOUT,
         })
     }
 

@@ -291,7 +291,14 @@ mod service {
         let token = token.stdout.trim().to_string();
         let log = s.dir.path().join("serve.log");
         let mut child = hsm
-            .env(&mut s.cmd(&["--json", "serve", "--listen", "127.0.0.1:0"]))
+            .env(&mut s.cmd(&[
+                "--json",
+                "--signer-timeout",
+                "1",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+            ]))
             .env("MEMLINEAGE_SIGNER", &uri)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -316,6 +323,34 @@ mod service {
             json!({"content": "signed in the token, over HTTP"}),
         );
         assert_eq!(st, 201, "{w}");
+        let size = s.size();
+        // The token stops answering: another process holds the locks of every token file,
+        // which SoftHSM2 waits for. The write fails closed at the signer's deadline (1 s), and
+        // writes again once the token answers.
+        if let Some(mut locker) = pkcs11_support::lock_token(&hsm, 5) {
+            let started = std::time::Instant::now();
+            let (st, e) = post(&base, &token, json!({"content": "the token hangs"}));
+            eprintln!(
+                "a hanging token answered {st} after {:?}: {e}",
+                started.elapsed()
+            );
+            assert_eq!(
+                (st, e["error"]["kind"].as_str()),
+                (503, Some("unavailable")),
+                "{e}"
+            );
+            let msg = e["error"]["message"].as_str().unwrap();
+            assert!(
+                msg.contains("`vault`")
+                    && msg.contains("no answer within 1000 ms")
+                    && msg.contains("nothing was written"),
+                "{msg}"
+            );
+            assert!(locker.wait().unwrap().success());
+            assert_eq!(s.size(), size, "nothing was written while the token hung");
+            let (st, again) = post(&base, &token, json!({"content": "the token answers again"}));
+            assert_eq!(st, 201, "{again}");
+        }
         let size = s.size();
         // The key is deleted from the token while the service runs: the next write fails
         // closed, naming the principal and the signer.

@@ -68,6 +68,8 @@ pub struct Config {
     /// An external signer for principals whose keys are not in the key directory: a PKCS#11
     /// URI (`memlineage::signer::open`; the PIN is never logged).
     pub signer: Option<String>,
+    /// How long a call to the external signer may take before the write fails (closed).
+    pub signer_timeout: Duration,
 }
 
 impl Config {
@@ -88,6 +90,7 @@ impl Config {
             policies: Vec::new(),
             shutdown_grace: Duration::from_secs(30),
             signer: None,
+            signer_timeout: memlineage::ExternalSigner::DEFAULT_TIMEOUT,
         }
     }
 }

@@ -82,7 +82,7 @@ impl AppState {
         let mem = open_handle(&config.store, keys.as_ref())
             .map_err(|e| format!("cannot open the store at {}: {e}", config.store))?;
         if let Some(spec) = &config.signer {
-            let signer = memlineage::signer::open(spec)
+            let signer = memlineage::signer::open_with_timeout(spec, config.signer_timeout)
                 .map_err(|e| format!("cannot use the external signer: {e}"))?;
             tracing::info!(signer = %signer.describe(), "external signer");
             mem.set_signer(signer);

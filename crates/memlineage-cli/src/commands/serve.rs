@@ -86,6 +86,7 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut config = Config::new(ctx.paths.location.clone(), a.listen);
     config.keys_dir = ctx.paths.keys.clone();
     config.signer = ctx.paths.signer.clone();
+    config.signer_timeout = ctx.paths.signer_timeout;
     config.tokens_file = a.tokens.unwrap_or_else(|| default_tokens(ctx));
     config.tls = match (a.tls_cert, a.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),

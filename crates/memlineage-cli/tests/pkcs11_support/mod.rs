@@ -5,8 +5,9 @@
 //! under `CI`, where they fail.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 pub const PIN: &str = "1234";
 pub const TOKEN: &str = "memlineage";
@@ -170,4 +171,40 @@ impl SoftHsm {
             self.dir.path().join("pin").display()
         )
     }
+}
+
+/// Makes the token hang for `secs` seconds: a python3 process takes POSIX (fcntl) locks on
+/// every file of the token, which SoftHSM2 waits for before it reads an object. Returns once
+/// the locks are held; `None` (after saying why) without python3, which fails under `CI`.
+pub fn lock_token(hsm: &SoftHsm, secs: u32) -> Option<Child> {
+    const LOCKER: &str = "import fcntl, glob, sys, time\n\
+        held = []\n\
+        for p in glob.glob(sys.argv[1]):\n    f = open(p, 'r+b'); fcntl.lockf(f, fcntl.LOCK_EX); held.append(f)\n\
+        print('locked', len(held), flush=True)\n\
+        time.sleep(float(sys.argv[2]))\n";
+    let pattern = hsm.dir.path().join("tokens").join("*").join("*");
+    let spawned = Command::new("python3")
+        .args(["-c", LOCKER, pattern.to_str().unwrap(), &secs.to_string()])
+        .stdout(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                std::env::var("CI").is_err(),
+                "python3 is needed to hang the token: {e}"
+            );
+            eprintln!("skipped the hanging-token check: no python3 ({e})");
+            return None;
+        }
+    };
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(
+        line.starts_with("locked ") && line.trim() != "locked 0",
+        "{line:?}"
+    );
+    Some(child)
 }

@@ -100,6 +100,11 @@ impl SignerFailure {
 /// The signer a `--signer` / `MEMLINEAGE_SIGNER` value names: `pkcs11:…` (RFC 7512; the
 /// `pkcs11` feature), under the default deadline.
 pub fn open(spec: &str) -> Result<Arc<ExternalSigner>, Error> {
+    open_with_timeout(spec, ExternalSigner::DEFAULT_TIMEOUT)
+}
+
+/// [`open`], each call to the signer waited for at most `timeout`.
+pub fn open_with_timeout(spec: &str, timeout: Duration) -> Result<Arc<ExternalSigner>, Error> {
     let config = |problem: String| SignerFailure {
         principal: "-".into(),
         signer: spec.split('?').next().unwrap_or(spec).to_string(),
@@ -110,14 +115,11 @@ pub fn open(spec: &str) -> Result<Arc<ExternalSigner>, Error> {
         #[cfg(feature = "pkcs11")]
         {
             let signer = Pkcs11Signer::open(&uri)?;
-            Ok(Arc::new(ExternalSigner::new(
-                Arc::new(signer),
-                ExternalSigner::DEFAULT_TIMEOUT,
-            )))
+            Ok(Arc::new(ExternalSigner::new(Arc::new(signer), timeout)))
         }
         #[cfg(not(feature = "pkcs11"))]
         {
-            let _ = uri;
+            let _ = (uri, timeout);
             Err(Error::Unavailable(
                 "this build has no PKCS#11 signer: rebuild with the `pkcs11` feature".into(),
             ))
