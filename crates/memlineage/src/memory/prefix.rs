@@ -77,19 +77,7 @@ impl Memory {
             .into_iter()
             .filter(|id| id.to_hex().starts_with(&prefix.0))
             .collect();
-        match found.as_slice() {
-            [id] => Ok(*id),
-            [] => Err(IdPrefixError::NoMatch {
-                prefix: prefix.0.clone(),
-            }
-            .into()),
-            [first, second, ..] => Err(IdPrefixError::Ambiguous {
-                prefix: prefix.0.clone(),
-                first: *first,
-                second: *second,
-            }
-            .into()),
-        }
+        the_one(prefix, &found)
     }
 
     /// [`Memory::resolve_prefix`] among the entries a caller may see: only entries whose
@@ -146,19 +134,24 @@ impl Memory {
                 break;
             }
         }
-        match found.as_slice() {
-            [id] => Ok(*id),
-            [] => Err(IdPrefixError::NoMatch {
-                prefix: prefix.0.clone(),
-            }
-            .into()),
-            [first, second, ..] => Err(IdPrefixError::Ambiguous {
-                prefix: prefix.0.clone(),
-                first: *first,
-                second: *second,
-            }
-            .into()),
+        the_one(prefix, &found)
+    }
+}
+
+/// The one id of `found` (the matches of `prefix`, in id order), or why there is not one.
+fn the_one(prefix: &IdPrefix, found: &[EntryId]) -> Result<EntryId, Error> {
+    match found {
+        [id] => Ok(*id),
+        [] => Err(IdPrefixError::NoMatch {
+            prefix: prefix.0.clone(),
         }
+        .into()),
+        [first, second, ..] => Err(IdPrefixError::Ambiguous {
+            prefix: prefix.0.clone(),
+            first: *first,
+            second: *second,
+        }
+        .into()),
     }
 }
 
