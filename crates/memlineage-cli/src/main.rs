@@ -30,6 +30,22 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     keys: Option<PathBuf>,
 
+    /// An external signer for principals whose keys are not in the key directory: a PKCS#11
+    /// URI (`pkcs11:token=NAME?module-path=MODULE.so&pin-source=FILE`; docs/service.md).
+    #[arg(
+        long,
+        global = true,
+        value_name = "URI",
+        env = "MEMLINEAGE_SIGNER",
+        hide_env_values = true
+    )]
+    signer: Option<String>,
+
+    /// Seconds a call to the external signer may take before the write fails (closed).
+    #[arg(long, global = true, value_name = "SECS", env = "MEMLINEAGE_SIGNER_TIMEOUT",
+        default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    signer_timeout: u64,
+
     /// Print exactly one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     json: bool,
@@ -160,6 +176,8 @@ fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => return ExitCode::from(output::emit_error(&e, cli.json)),
     };
+    paths.signer = cli.signer.filter(|s| !s.is_empty());
+    paths.signer_timeout = std::time::Duration::from_secs(cli.signer_timeout);
     let ctx = Ctx {
         paths,
         json: cli.json,

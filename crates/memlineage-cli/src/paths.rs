@@ -35,6 +35,11 @@ pub struct StorePaths {
     /// What the reader requires of the store's history (`--trusted-checkpoint`,
     /// `--client-state`, `--require-witnesses`), applied whenever the store is opened.
     pub trust: memlineage::transparency::ReaderTrust,
+    /// The external signer (`--signer`, `MEMLINEAGE_SIGNER`): principals whose keys are not in
+    /// the key directory sign through it.
+    pub signer: Option<String>,
+    /// How long a call to the external signer may take (`--signer-timeout`).
+    pub signer_timeout: std::time::Duration,
 }
 
 impl StorePaths {
@@ -64,6 +69,8 @@ impl StorePaths {
             keys,
             origin,
             trust: memlineage::transparency::ReaderTrust::default(),
+            signer: None,
+            signer_timeout: memlineage::ExternalSigner::DEFAULT_TIMEOUT,
         })
     }
 

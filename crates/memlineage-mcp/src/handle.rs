@@ -61,9 +61,9 @@ pub fn signer(mem: &Mem, name: &str) -> Result<TrustClass, MemError> {
             "principal `{name}` is revoked: it can no longer sign entries"
         )));
     }
-    if !mem.keys().contains(&principal(name)?) {
+    if !mem.can_sign(&principal(name)?) {
         return Err(MemError(format!(
-            "no secret key for principal `{name}` in the store's keys directory: this process cannot sign as it"
+            "no secret key for principal `{name}` in the store's keys directory or the external signer: this process cannot sign as it"
         )));
     }
     Ok(p.class)

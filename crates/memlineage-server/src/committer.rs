@@ -17,6 +17,7 @@
 //! On shutdown the channel closes when the last request handler is gone; the thread commits
 //! every job still queued, then exits, and the server waits for it.
 
+use crate::deadline::Ticket;
 use crate::state::Mem;
 use memlineage::{WriteRequest, Written};
 use std::sync::Arc;
@@ -35,6 +36,16 @@ type Reply = oneshot::Sender<Result<Vec<Written>, memlineage::Error>>;
 struct Job {
     reqs: Vec<WriteRequest>,
     reply: Reply,
+    /// The request's deadline ticket: claimed when the job joins a group; a job whose request
+    /// already timed out is dropped unwritten (`deadline.rs`).
+    ticket: Option<Ticket>,
+}
+
+impl Job {
+    /// Whether the job may still be committed (its request has not timed out).
+    fn claim(&self) -> bool {
+        self.ticket.as_ref().is_none_or(Ticket::begin_write)
+    }
 }
 
 /// The submitting side, cloned into every handler.
@@ -66,8 +77,13 @@ impl Committer {
     /// Appends `reqs` (all or nothing) in the next group commit; returns once they are durable.
     pub async fn submit(&self, reqs: Vec<WriteRequest>) -> Result<Vec<Written>, SubmitError> {
         let (reply, answer) = oneshot::channel();
+        let ticket = crate::deadline::current();
         self.tx
-            .send(Job { reqs, reply })
+            .send(Job {
+                reqs,
+                reply,
+                ticket,
+            })
             .await
             .map_err(|_| SubmitError::Closed)?;
         match answer.await {
@@ -80,10 +96,16 @@ impl Committer {
 
 fn run(mem: &Mem, mut rx: mpsc::Receiver<Job>) {
     while let Some(first) = rx.blocking_recv() {
+        // A job whose request timed out while it waited is dropped: its client was told that
+        // nothing was written.
+        if !first.claim() {
+            continue;
+        }
         let mut entries = first.reqs.len();
         let mut group = vec![first];
         while entries < MAX_GROUP {
             match rx.try_recv() {
+                Ok(job) if !job.claim() => {}
                 Ok(job) => {
                     entries += job.reqs.len();
                     group.push(job);

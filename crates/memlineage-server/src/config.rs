@@ -65,6 +65,11 @@ pub struct Config {
     pub policies: Vec<(String, String)>,
     /// How long shutdown waits for requests in flight before closing their connections.
     pub shutdown_grace: Duration,
+    /// An external signer for principals whose keys are not in the key directory: a PKCS#11
+    /// URI (`memlineage::signer::open`; the PIN is never logged).
+    pub signer: Option<String>,
+    /// How long a call to the external signer may take before the write fails (closed).
+    pub signer_timeout: Duration,
 }
 
 impl Config {
@@ -84,6 +89,8 @@ impl Config {
             limits: Limits::default(),
             policies: Vec::new(),
             shutdown_grace: Duration::from_secs(30),
+            signer: None,
+            signer_timeout: memlineage::ExternalSigner::DEFAULT_TIMEOUT,
         }
     }
 }

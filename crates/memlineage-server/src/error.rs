@@ -36,7 +36,7 @@ pub struct ErrorDetail {
     pub status: u16,
     /// A stable classification: `invalid_request`, `invalid_json`, `payload_too_large`,
     /// `unsupported_media_type`, `unauthorized`, `forbidden`, `not_found`, `unknown_route`,
-    /// `method_not_allowed`, `unknown_parent`, `refused`, `cannot_judge`, `conflict`,
+    /// `method_not_allowed`, `unknown_parent`, `refused`, `cannot_judge`, `conflict`, `ambiguous_id`,
     /// `limit_exceeded`, `timeout`, `unavailable`, `integrity`, `store`, `internal`.
     pub kind: String,
     /// What is wrong and what to do, for people.

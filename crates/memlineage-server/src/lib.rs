@@ -22,6 +22,7 @@ pub mod auth;
 pub mod bench;
 pub mod committer;
 pub mod config;
+pub mod deadline;
 pub mod error;
 pub mod extract;
 pub mod jobs;

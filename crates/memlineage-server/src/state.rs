@@ -80,8 +80,14 @@ impl AppState {
         keys: Arc<dyn KeyStore>,
     ) -> Result<(AppState, std::thread::JoinHandle<()>), String> {
         let mem = open_handle(&config.store, keys.as_ref())
-            .map(Arc::new)
             .map_err(|e| format!("cannot open the store at {}: {e}", config.store))?;
+        if let Some(spec) = &config.signer {
+            let signer = memlineage::signer::open_with_timeout(spec, config.signer_timeout)
+                .map_err(|e| format!("cannot use the external signer: {e}"))?;
+            tracing::info!(signer = %signer.describe(), "external signer");
+            mem.set_signer(signer);
+        }
+        let mem = Arc::new(mem);
         let (committer, thread) = Committer::start(Arc::clone(&mem))
             .map_err(|e| format!("cannot start the committer thread: {e}"))?;
         let tokens = TokenCache::open(&config.tokens_file)?;
@@ -115,6 +121,18 @@ impl AppState {
     {
         let mem = Arc::clone(&self.mem);
         blocking(move || f(&mem)).await
+    }
+
+    /// Runs a blocking library call that writes outside the group commit (a registry change,
+    /// a checkpoint): it first claims the request's deadline ticket, so a request that already
+    /// timed out writes nothing (`deadline.rs`).
+    pub async fn write_direct<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Mem) -> ApiResult<T> + Send + 'static,
+    {
+        crate::deadline::claim()?;
+        self.read(f).await
     }
 
     /// Appends `reqs` in the next group commit; answers once they are durable.

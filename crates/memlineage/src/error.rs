@@ -93,6 +93,9 @@ pub enum Error {
     /// A state directory of a witness, client or monitor cannot be used.
     #[error(transparent)]
     StateDir(#[from] StateDirError),
+    /// An external signer failed, timed out or answered a bad signature: nothing was written.
+    #[error(transparent)]
+    Signer(#[from] crate::signer::SignerFailure),
     /// No secret key is loaded for this principal.
     #[error(
         "no secret key for principal `{0}` (keys live in the store's key directory; is this the right store?)"
@@ -208,6 +211,8 @@ impl Error {
             Error::Storage(_) => ErrorKind::Storage,
             Error::Io { .. } => ErrorKind::Io,
             Error::Unavailable(_) => ErrorKind::Unavailable,
+            Error::Signer(f) if f.is_transient() => ErrorKind::Unavailable,
+            Error::Signer(_) => ErrorKind::Refused,
             Error::Internal(_) => ErrorKind::Internal,
         }
     }

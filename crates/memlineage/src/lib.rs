@@ -18,6 +18,7 @@ pub mod error;
 pub mod keyring;
 pub mod memory;
 pub mod search;
+pub mod signer;
 pub mod store;
 pub mod transparency;
 #[cfg(feature = "unchecked-store-access")]
@@ -33,6 +34,7 @@ pub use memory::{
     AuditReport, CopyReport, Direction, EntryView, GateOutcome, GateRequest, IdPrefix, IntoBackend,
     Memory, RejectedEmbedding, Settings, UnrecordedGate, VectorIndexStatus, WriteRequest, Written,
 };
+pub use signer::{ExternalSigner, Signer, SignerFailure, SignerProblem};
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
 #[cfg(feature = "sqlite")]

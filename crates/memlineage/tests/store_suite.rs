@@ -24,6 +24,7 @@ common::all_stores!(
     nodes_match_a_reference_tree_at_every_size,
     reads_by_index_id_range_writer_and_edges,
     id_prefixes_resolve_by_range,
+    id_prefixes_resolve_within_visible_scopes,
     failed_appends_change_nothing,
     forgetting_is_sticky_and_distrust_raises,
     search_is_scoped_ranked_and_live_only,
@@ -225,6 +226,37 @@ fn id_prefixes_resolve_by_range(store: fn() -> Box<dyn Backend>) {
         "{err}"
     );
     assert_eq!(err.kind(), ErrorKind::NotFound);
+}
+
+fn id_prefixes_resolve_within_visible_scopes(store: fn() -> Box<dyn Backend>) {
+    let mem = setup_with(store());
+    let (acme, other) = (Scope::new("acme").unwrap(), Scope::new("other").unwrap());
+    let mut by_scope = Vec::new();
+    for i in 0..30 {
+        let scope = if i % 2 == 0 { &acme } else { &other };
+        let w = mem
+            .write(
+                WriteRequest::new(&p("agent"), EntryKind::Observation, format!("s {i}"))
+                    .with_scope(scope.clone()),
+            )
+            .unwrap();
+        by_scope.push((w.id, scope.clone()));
+    }
+    for (id, scope) in &by_scope {
+        let prefix: IdPrefix = id.to_hex()[..8].parse().unwrap();
+        let mine = |s: &Scope| s == scope;
+        assert_eq!(mem.resolve_prefix_visible(&prefix, &mine).unwrap(), *id);
+        // Outside the caller's scopes an entry is not there: the same answer as no entry.
+        let theirs = |s: &Scope| s != scope;
+        let err = mem.resolve_prefix_visible(&prefix, &theirs).unwrap_err();
+        assert!(
+            matches!(err, Error::IdPrefix(IdPrefixError::NoMatch { .. })),
+            "{err}"
+        );
+        // A full id is returned as given (the caller checks its scope when it reads it).
+        let full: IdPrefix = (*id).into();
+        assert_eq!(mem.resolve_prefix_visible(&full, &theirs).unwrap(), *id);
+    }
 }
 
 fn failed_appends_change_nothing(store: fn() -> Box<dyn Backend>) {

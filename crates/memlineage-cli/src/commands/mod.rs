@@ -44,6 +44,12 @@ pub type Mem = Memory;
 pub fn open(paths: &StorePaths) -> Result<Mem, CliError> {
     let mem = Memory::open_at(&paths.location).map_err(|e| cannot_open(paths, e, true))?;
     mem.keys().load_dir(&paths.keys)?;
+    if let Some(spec) = &paths.signer {
+        mem.set_signer(memlineage::signer::open_with_timeout(
+            spec,
+            paths.signer_timeout,
+        )?);
+    }
     Ok(mem.with_reader(paths.trust.clone())?)
 }
 

@@ -35,6 +35,10 @@ pub struct AddArgs {
     /// Trust class: `trusted` (user, agent) or `external` (web, e-mail, third-party tools).
     #[arg(long, value_parser = parse_class)]
     class: TrustClass,
+    /// Register the key the external signer (`--signer`) holds under this name instead of
+    /// making a key file: the secret key stays in the token.
+    #[arg(long)]
+    external_key: bool,
 }
 
 /// `principal rotate`.
@@ -43,6 +47,10 @@ pub struct RotateArgs {
     /// The principal whose key is replaced.
     #[arg(value_parser = parse_name)]
     name: PrincipalName,
+    /// Rotate to the one key the external signer (`--signer`) holds under this name that
+    /// the principal never had (generate it in the token first) instead of a new key file.
+    #[arg(long)]
+    external_key: bool,
 }
 
 /// `principal revoke`.
@@ -90,12 +98,64 @@ fn reason_suffix(p: &Principal) -> String {
     }
 }
 
+/// The key the external signer holds for `name` that is none of `known`: exactly one, or an
+/// error saying what to do.
+fn external_key(
+    mem: &Mem,
+    name: &PrincipalName,
+    known: &[memlineage_core::Hash256],
+) -> Result<(ed25519_dalek::VerifyingKey, String), CliError> {
+    let signer = mem.signer().ok_or_else(|| {
+        CliError::usage(
+            "--external-key needs an external signer: give --signer or MEMLINEAGE_SIGNER",
+        )
+    })?;
+    let fresh: Vec<_> = signer
+        .public_keys(name)?
+        .into_iter()
+        .filter(|k| !known.contains(&keys::key_id(k)))
+        .collect();
+    match fresh.as_slice() {
+        [key] => Ok((*key, signer.describe())),
+        [] => Err(CliError::failed(format!(
+            "{} holds no new Ed25519 key labelled `{name}`: generate one in the token first (docs/service.md, \"External signer\")",
+            signer.describe()
+        ))),
+        many => Err(CliError::failed(format!(
+            "{} holds {} new Ed25519 keys labelled `{name}`: keep one",
+            signer.describe(),
+            many.len()
+        ))),
+    }
+}
+
 fn add(mem: &Mem, a: AddArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     if mem.registry()?.get(a.name.as_str()).is_some() {
         return Err(CliError::failed(format!(
             "principal `{}` already exists (names are never reused; see `memlineage principal list`)",
             a.name
         )));
+    }
+    if a.external_key {
+        let (key, signer) = external_key(mem, &a.name, &[])?;
+        let written = mem.add_principal(&a.name, a.class, &key)?;
+        let key_id = keys::key_id(&key).to_hex();
+        let json = json!({
+            "name": a.name,
+            "class": a.class.as_str(),
+            "key_id": key_id,
+            "signer": signer,
+            "id": written.id.to_hex(),
+            "index": written.index,
+        });
+        let text = format!(
+            "Added {} principal `{}` (key {}) at log index {}\nSecret key: held by {signer}",
+            a.class,
+            a.name,
+            &key_id[..16],
+            written.index,
+        );
+        return Ok(Outcome::ok(json, text));
     }
     let key = keys::generate(&mut OsRng);
     let file = save_key(&ctx.paths.keys, &a.name, &key).map_err(|e| {
@@ -218,6 +278,27 @@ fn list(mem: &Mem, ctx: &Ctx) -> Result<Outcome, CliError> {
 fn rotate(mem: &Mem, a: RotateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     let p = live(mem, &a.name)?;
     let old = p.current_key().map(|k| k.key_id.to_hex());
+    if a.external_key {
+        let known: Vec<_> = p.keys.iter().map(|k| k.key_id).collect();
+        let (key, signer) = external_key(mem, &a.name, &known)?;
+        let written = mem.rotate_principal_to(&a.name, &key)?;
+        let key_id = keys::key_id(&key).to_hex();
+        let json = json!({
+            "name": a.name,
+            "old_key_id": old,
+            "key_id": key_id,
+            "signer": signer,
+            "id": written.id.to_hex(),
+            "index": written.index,
+        });
+        let text = format!(
+            "Rotated `{}` to key {} held by {signer} at log index {} (the old key is refused from now on)",
+            a.name,
+            &key_id[..16],
+            written.index
+        );
+        return Ok(Outcome::ok(json, text));
+    }
     // The new key is saved before it is registered, so it is never lost: first to
     // keys/pending/NAME.key, then (once the rotation is in the log) over keys/NAME.key.
     let pending_dir = ctx.paths.keys.join("pending");

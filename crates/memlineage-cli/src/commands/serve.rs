@@ -48,9 +48,11 @@ pub struct ServeArgs {
     /// Most ids one request may name (search limit, recall, gate context, parents).
     #[arg(long, default_value_t = Limits::default().max_ids)]
     max_ids: usize,
-    /// Seconds before a request is answered with a timeout.
-    #[arg(long, default_value_t = 30)]
-    timeout: u64,
+    /// How long a request may take before it is answered 503 `timeout` (nothing written):
+    /// seconds (`30`), or a number and a unit `ms`, `s` or `m` (`500ms`, `2m`).
+    #[arg(long, visible_alias = "request-timeout", value_name = "DURATION", default_value = "30",
+        value_parser = parse_timeout)]
+    timeout: Duration,
     /// Seconds shutdown waits for requests in flight.
     #[arg(long, default_value_t = 30)]
     shutdown_grace: u64,
@@ -83,6 +85,8 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     }
     let mut config = Config::new(ctx.paths.location.clone(), a.listen);
     config.keys_dir = ctx.paths.keys.clone();
+    config.signer = ctx.paths.signer.clone();
+    config.signer_timeout = ctx.paths.signer_timeout;
     config.tokens_file = a.tokens.unwrap_or_else(|| default_tokens(ctx));
     config.tls = match (a.tls_cert, a.tls_key) {
         (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
@@ -93,7 +97,7 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         max_batch: a.max_batch,
         max_query_bytes: a.max_query,
         max_ids: a.max_ids,
-        request_timeout: Duration::from_secs(a.timeout.max(1)),
+        request_timeout: a.timeout,
         ..Limits::default()
     };
     config.policies = policies;
@@ -200,6 +204,27 @@ fn parse_duration_ms(s: &str) -> Result<u64, String> {
         })
 }
 
+/// Parses a request timeout: seconds (`30`), or `500ms`, `30s`, `2m` (clap value parser).
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!(
+            "`{s}` is not a timeout: expected seconds (`30`) or a number and a unit ms, s or m (`500ms`)"
+        )
+    };
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let (n, unit) = s.split_at(digits);
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let ms = match unit {
+        "" | "s" => n.checked_mul(1000),
+        "ms" => Some(n),
+        "m" => n.checked_mul(60_000),
+        _ => return Err(bad()),
+    };
+    ms.filter(|&ms| ms > 0 && ms <= 86_400_000)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("`{s}`: the timeout must be above zero and at most a day"))
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -244,9 +269,9 @@ fn create(a: CreateArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
             a.principal
         )));
     }
-    if !mem.keys().contains(&a.principal) {
+    if !mem.can_sign(&a.principal) {
         eprintln!(
-            "note: no secret key for `{}` in {}: the service cannot write as it until the key is there",
+            "note: no secret key for `{}` in {} (nor in the external signer, if one is given): the service cannot write as it until the key is there",
             a.principal,
             ctx.paths.keys.display()
         );
@@ -322,7 +347,29 @@ fn list(file: &TokenFileAt) -> Result<Outcome, CliError> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration_ms;
+    use super::{parse_duration_ms, parse_timeout};
+    use std::time::Duration;
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_timeout("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_timeout("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_timeout("2m"), Ok(Duration::from_secs(120)));
+        for bad in [
+            "",
+            "0",
+            "0ms",
+            "s",
+            "1.5s",
+            "-1",
+            "10h",
+            "2d",
+            "99999999999999999999",
+        ] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -93,6 +93,8 @@ impl Store {
             "MEMLINEAGE_CLIENT_STATE",
             "MEMLINEAGE_WITNESS_DIR",
             "MEMLINEAGE_MONITOR_STATE",
+            "MEMLINEAGE_SIGNER",
+            "MEMLINEAGE_PKCS11_PIN",
         ] {
             c.env_remove(var);
         }

@@ -24,7 +24,8 @@ pub use cosignature::{
 pub use error::CheckpointError;
 pub use note::{
     ED25519_TYPE, MAX_SIGNATURES, NoteSignature, NoteVerifier, SIGNATURE_PREFIX, SignedNote,
-    append_signatures, key_id, open_note, parse_note, sign_note, validate_key_name,
+    append_signatures, key_id, note_with_signature, open_note, parse_note, sign_note,
+    validate_key_name,
 };
 
 use ed25519_dalek::SigningKey;
@@ -39,6 +40,19 @@ pub fn sign_checkpoint(
 ) -> Result<String, CheckpointError> {
     cp.validate()?;
     sign_note(&cp.body(), name, key)
+}
+
+/// Validates `cp` and makes its signed note from `signature`, made elsewhere (an external
+/// signer) by `key` over [`Checkpoint::body`]: the note [`sign_checkpoint`] makes with the
+/// secret key. The caller verifies the signature before use.
+pub fn checkpoint_note_with_signature(
+    cp: &Checkpoint,
+    name: &str,
+    key: &ed25519_dalek::VerifyingKey,
+    signature: &ed25519_dalek::Signature,
+) -> Result<String, CheckpointError> {
+    cp.validate()?;
+    note_with_signature(&cp.body(), name, key, signature)
 }
 
 /// Verifies a signed checkpoint note against `verifier` ([`open_note`]) and parses its body

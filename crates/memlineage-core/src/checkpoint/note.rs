@@ -236,13 +236,24 @@ fn parse_signature_line(line: usize, text: &str) -> Result<NoteSignature, Checkp
 /// `body` must end with a newline and contain no control characters other than newline.
 /// Ed25519 is deterministic, so the same body, name and key always give the same note.
 pub fn sign_note(body: &str, name: &str, key: &SigningKey) -> Result<String, CheckpointError> {
+    note_with_signature(body, name, &key.verifying_key(), &key.sign(body.as_bytes()))
+}
+
+/// The signed note of `body` from `signature`, made elsewhere (an external signer) by `key`
+/// over `body`'s bytes: the note [`sign_note`] makes with the secret key. The signature is
+/// not checked here: the caller verifies it before use.
+pub fn note_with_signature(
+    body: &str,
+    name: &str,
+    key: &VerifyingKey,
+    sig: &ed25519_dalek::Signature,
+) -> Result<String, CheckpointError> {
     validate_key_name(name)?;
     check_no_control(body)?;
     if !body.ends_with('\n') {
         return Err(CheckpointError::MissingFinalNewline);
     }
-    let verifier = NoteVerifier::from_signing_key(name, key)?;
-    let sig = key.sign(body.as_bytes());
+    let verifier = NoteVerifier::new(name, *key)?;
     let mut raw = [0u8; 68];
     raw[..4].copy_from_slice(&verifier.id);
     raw[4..].copy_from_slice(&sig.to_bytes());

@@ -38,6 +38,40 @@ impl SignedEntry {
         })
     }
 
+    /// The exact message [`SignedEntry::sign`] signs for `body`: the domain prefix and the
+    /// canonical body (`docs/formats.md`). An external signer signs these bytes.
+    pub fn signing_message(body: &EntryBody) -> Vec<u8> {
+        Domain::EntryV1.message(&body.canonical_bytes())
+    }
+
+    /// An entry signed elsewhere (an external signer): validates and encodes `body`, checks
+    /// that its key id is `key`'s and that `signature` verifies strictly over
+    /// [`SignedEntry::signing_message`]. Ed25519 is deterministic (RFC 8032 §5.1.6), so the
+    /// result is byte for byte the entry [`SignedEntry::sign`] makes with the secret key.
+    pub fn with_signature(
+        body: EntryBody,
+        key: &VerifyingKey,
+        signature: Signature,
+    ) -> Result<SignedEntry, EntryError> {
+        body.validate()?;
+        if body.key_id != keys::key_id(key) {
+            return Err(field_err(
+                "key",
+                "the key id does not match the signing key",
+            ));
+        }
+        let body_bytes = body.canonical_bytes();
+        keys::verify(key, Domain::EntryV1, &body_bytes, &signature)
+            .map_err(|_| field_err("signature", "the signature does not verify under the key"))?;
+        let id = EntryId(Hash256::of(&body_bytes));
+        Ok(SignedEntry {
+            body,
+            body_bytes,
+            signature,
+            id,
+        })
+    }
+
     /// Decodes a log leaf strictly. The signature is *not* checked here (that needs the
     /// registry); call [`SignedEntry::verify_signature`].
     ///

@@ -60,10 +60,10 @@ pub struct ControlOut {
 
 /// Forget an entry: a signed tombstone; retrieval never returns it again (operator role).
 #[utoipa::path(post, path = "/v1/entries/{id}/forget", tag = "control",
-    params(("id" = String, Path, description = "entry id (64 hex)")), request_body = ForgetBody,
+    params(("id" = String, Path, description = "entry id: 64 hex, or a unique prefix of at least 8 within the token's scopes")), request_body = ForgetBody,
     security(("bearer" = [])),
     responses((status = 201, body = ControlOut), (status = 403, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody)))]
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn forget(
     State(state): State<AppState>,
     caller: Caller,
@@ -71,7 +71,7 @@ pub async fn forget(
     ApiJson(body): ApiJson<ForgetBody>,
 ) -> ApiResult<(StatusCode, axum::Json<ControlOut>)> {
     caller.require_operator("forgetting an entry")?;
-    let target = parse_id(&id, "id")?;
+    let target = super::path_id::resolve(&state, &caller, &id).await?;
     super::entries::check_readable(&state, &caller, vec![target]).await?;
     let t = Tombstone {
         target,

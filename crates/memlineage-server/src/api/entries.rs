@@ -336,15 +336,16 @@ pub async fn check_readable(state: &AppState, caller: &Caller, ids: Vec<EntryId>
 
 /// Read one entry, verified (signer, signature, content hash, inclusion proof).
 #[utoipa::path(get, path = "/v1/entries/{id}", tag = "entries",
-    params(("id" = String, Path, description = "entry id (64 hex)")),
+    params(("id" = String, Path, description = "entry id: 64 hex, or a unique prefix of at least 8 within the token's scopes")),
     security(("bearer" = [])),
-    responses((status = 200, body = GetOut), (status = 404, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = GetOut), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<axum::Json<GetOut>> {
-    let id = parse_id(&id, "id")?;
+    let id = super::path_id::resolve(&state, &caller, &id).await?;
     let out = state
         .read(move |mem| {
             let view = match mem.get(&id) {

@@ -3,7 +3,6 @@
 //! text. Nodes outside the token's scopes keep their id, label and writer (what the gate's
 //! reasons name too) but not their content.
 
-use super::wire::parse_id;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
@@ -37,7 +36,7 @@ pub struct LineageQuery {
 
 /// The lineage graph of an entry within the token's scopes.
 #[utoipa::path(get, path = "/v1/entries/{id}/lineage", tag = "lineage",
-    params(("id" = String, Path, description = "entry id (64 hex)"), LineageQuery),
+    params(("id" = String, Path, description = "entry id: 64 hex, or a unique prefix of at least 8 within the token's scopes"), LineageQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "the graph: JSON, or DOT / Mermaid / text", content(
@@ -45,14 +44,15 @@ pub struct LineageQuery {
             (String = "text/vnd.graphviz"),
             (String = "text/plain"))),
         (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody)))]
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)))]
 pub async fn lineage(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<LineageQuery>,
 ) -> ApiResult<Response> {
-    let id = parse_id(&id, "id")?;
+    let id = super::path_id::resolve(&state, &caller, &id).await?;
     let format = q.format.unwrap_or_else(|| "json".into());
     if !matches!(format.as_str(), "json" | "dot" | "mermaid" | "text") {
         return Err(ApiError::invalid(format!(

@@ -7,12 +7,14 @@ pub mod entries;
 pub mod gate;
 pub mod health;
 pub mod lineage;
+pub mod path_id;
 pub mod principals;
 pub mod proofs;
 pub mod retrieval;
 pub mod verify;
 pub mod wire;
 
+use crate::deadline::{self, Ticket};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::telemetry;
@@ -95,19 +97,33 @@ async fn method_not_allowed(req: Request) -> ApiError {
     )
 }
 
-/// Answers a request that takes longer than the configured timeout. A write whose request
-/// timed out may still be committed (the committer finishes what it took): the message says
-/// to look before writing again.
+/// How long a request whose write had begun when its time ran out is still waited for: a
+/// group commit takes milliseconds; only a store or signer that hangs reaches this.
+const COMMIT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Answers a request that takes longer than the configured timeout with 503 `timeout`,
+/// keeping the promise of `deadline.rs`: a request answered so wrote nothing. A request whose
+/// write had begun when the time ran out is waited for (up to [`COMMIT_GRACE`]) and answered
+/// truthfully.
 async fn timeout(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let limit = state.limits.request_timeout;
-    match tokio::time::timeout(limit, next.run(req)).await {
+    let ticket = Ticket::default();
+    let run = ticket.clone().scope(next.run(req));
+    tokio::pin!(run);
+    if let Ok(resp) = tokio::time::timeout(limit, &mut run).await {
+        return resp;
+    }
+    if ticket.abandon() {
+        return deadline::timed_out_before_writing().into_response();
+    }
+    match tokio::time::timeout(limit.max(COMMIT_GRACE), &mut run).await {
         Ok(resp) => resp,
         Err(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
             format!(
-                "the request took longer than {} ms; a write may still have been committed: look it up (search, log) before writing it again",
-                limit.as_millis()
+                "the request's write was still being committed {} ms after the request timeout: it may be durable; look it up (search, log) before writing it again",
+                limit.max(COMMIT_GRACE).as_millis()
             ),
         )
         .into_response(),

@@ -107,12 +107,17 @@ pub async fn list(
                 .principals()
                 .map(|p| {
                     let current = p.current_key().map(|k| k.key_id);
-                    let held = p
-                        .name
-                        .parse::<PrincipalName>()
-                        .ok()
-                        .and_then(|n| mem.keys().get(&n).ok())
-                        .map(|k| keys::key_id(&k.verifying_key()));
+                    let held = p.name.parse::<PrincipalName>().ok().and_then(|n| {
+                        mem.keys()
+                            .get(&n)
+                            .ok()
+                            .map(|k| keys::key_id(&k.verifying_key()))
+                            .filter(|id| Some(*id) == current)
+                            .or_else(|| {
+                                let signer = mem.signer()?;
+                                signer.key_for(&n, current).ok()?.map(|k| keys::key_id(&k))
+                            })
+                    });
                     PrincipalOut {
                         name: p.name.clone(),
                         class: p.class.as_str().to_string(),
@@ -161,7 +166,7 @@ pub async fn add(
         .map_err(|e| ApiError::invalid(format!("`class`: {e}")))?;
     let st = state.clone();
     let out = state
-        .read(move |mem| {
+        .write_direct(move |mem| {
             if mem.registry()?.get(name.as_str()).is_some() {
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
@@ -230,7 +235,7 @@ pub async fn rotate(
     let name = parse_name(&name)?;
     let st = state.clone();
     let out = state
-        .read(move |mem| {
+        .write_direct(move |mem| {
             live(mem, &name)?;
             let key = st.keys.prepare_rotation(&name)?;
             let written = match mem.rotate_principal(&name, &key) {
@@ -270,7 +275,7 @@ pub async fn revoke(
     caller.require_operator("revoking a principal")?;
     let name = parse_name(&name)?;
     let out = state
-        .read(move |mem| {
+        .write_direct(move |mem| {
             live(mem, &name)?;
             let written = mem.revoke_principal(&name, &body.reason)?;
             Ok(RegistryOut {

@@ -1,7 +1,7 @@
 //! Proofs and checkpoints: RFC 9162 inclusion and consistency proofs (verified before they
 //! are returned) and C2SP signed checkpoints of the tree.
 
-use super::wire::{InclusionOut, parse_id};
+use super::wire::InclusionOut;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
@@ -60,16 +60,17 @@ pub struct CheckpointOut {
 }
 
 /// An inclusion proof of an entry (within the token's scopes).
-#[utoipa::path(get, path = "/v1/entries/{id}/proof", tag = "proofs", params(("id" = String, Path, description = "entry id (64 hex)"), InclusionQuery),
+#[utoipa::path(get, path = "/v1/entries/{id}/proof", tag = "proofs", params(("id" = String, Path, description = "entry id: 64 hex, or a unique prefix of at least 8 within the token's scopes"), InclusionQuery),
     security(("bearer" = [])),
-    responses((status = 200, body = InclusionOut), (status = 404, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = InclusionOut), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn inclusion(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<InclusionQuery>,
 ) -> ApiResult<axum::Json<InclusionOut>> {
-    let id = parse_id(&id, "id")?;
+    let id = super::path_id::resolve(&state, &caller, &id).await?;
     let out = state
         .read(move |mem| {
             match mem.get(&id) {
@@ -164,6 +165,8 @@ pub async fn sign_checkpoint(
     caller: Caller,
 ) -> ApiResult<axum::Json<CheckpointOut>> {
     caller.require_operator("signing a checkpoint")?;
-    let out = state.read(|mem| checkpoint_out(mem.checkpoint()?)).await?;
+    let out = state
+        .write_direct(|mem| checkpoint_out(mem.checkpoint()?))
+        .await?;
     Ok(axum::Json(out))
 }

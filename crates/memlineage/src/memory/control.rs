@@ -6,7 +6,7 @@ use super::stage::Effect;
 use super::{Memory, WriteRequest, Written};
 use crate::error::{Error, InputError, IntegrityCheck};
 use crate::store::{BackendRead, NewRecord};
-use memlineage_core::entry::{EntryKind, SignedEntry};
+use memlineage_core::entry::EntryKind;
 use memlineage_core::label::{TrustClass, TrustLabel};
 use memlineage_core::principal::Registry;
 use memlineage_core::records::{Distrust, DistrustTarget, RegistryChange, Tombstone};
@@ -33,12 +33,19 @@ impl Memory {
         let req = WriteRequest::new(signer, EntryKind::Registry, change.to_content());
         // Registry records are signed directly (not through `draft`, whose registry checks
         // assume a registered writer): the guard verifies them inside the transaction.
-        let key = self.keys.get(signer)?;
+        // The operator's current key (at genesis: the key just loaded, as the registry is
+        // still empty).
+        let current = self.refresh_registry().ok().and_then(|r| {
+            r.get(signer.as_str())
+                .and_then(|p| p.current_key())
+                .map(|k| k.key_id)
+        });
+        let key = self.signing_key(signer, current)?;
         let content = req.content;
         let body = memlineage_core::entry::EntryBody {
             scope: req.scope,
             writer: req.writer.into(),
-            key_id: memlineage_core::keys::key_id(&key.verifying_key()),
+            key_id: key.key_id(),
             kind: EntryKind::Registry,
             content_hash: memlineage_core::Hash256::of(&content),
             content_len: content.len() as u64,
@@ -52,7 +59,7 @@ impl Memory {
             created_at_ms: self.clock.now_ms(),
             metadata: req.metadata,
         };
-        let entry = SignedEntry::sign(body, &key)?;
+        let entry = key.sign_entry(body)?;
         let mut out = self.append(
             vec![NewRecord {
                 entry,
@@ -92,19 +99,29 @@ impl Memory {
         name: &PrincipalName,
         new_key: &ed25519_dalek::SigningKey,
     ) -> Result<Written, Error> {
-        let op = self.operator()?;
-        let w = self.registry_change(
-            &op,
-            RegistryChange::Rotate {
-                name: name.to_string(),
-                key: new_key.verifying_key(),
-            },
-            Vec::new(),
-        )?;
+        let w = self.rotate_principal_to(name, &new_key.verifying_key())?;
         if self.keys.contains(name) {
             self.keys.insert(name, new_key.clone());
         }
         Ok(w)
+    }
+
+    /// Replaces a principal's key by a public key whose secret this process does not hold:
+    /// a new key the external signer holds (`Memory::set_signer`), signed in by the operator.
+    pub fn rotate_principal_to(
+        &self,
+        name: &PrincipalName,
+        new_key: &ed25519_dalek::VerifyingKey,
+    ) -> Result<Written, Error> {
+        let op = self.operator()?;
+        self.registry_change(
+            &op,
+            RegistryChange::Rotate {
+                name: name.to_string(),
+                key: *new_key,
+            },
+            Vec::new(),
+        )
     }
 
     /// Revokes a principal: every entry it signs from now on is refused.

@@ -26,6 +26,7 @@ mod rollback;
 mod semantic;
 mod signature_helper;
 mod signing;
+mod signing_key;
 pub(crate) mod stage;
 pub(crate) mod value_index;
 mod verified_cache;
@@ -103,6 +104,8 @@ impl IntoBackend for Box<dyn Backend> {
 pub struct Memory {
     backend: Box<dyn Backend>,
     keys: Keyring,
+    /// The external signer of principals whose keys are not files (`signing_key.rs`).
+    external: std::sync::RwLock<Option<std::sync::Arc<crate::signer::ExternalSigner>>>,
     settings: Settings,
     /// The registry and distrust replay, refreshed from the log (`registry.rs`).
     cache: RegistryCache,
@@ -232,6 +235,7 @@ impl Memory {
         Memory {
             backend,
             keys: Keyring::new(),
+            external: std::sync::RwLock::new(None),
             settings,
             cache: RegistryCache::default(),
             labels: label_cache::LabelCache::default(),

@@ -2,8 +2,9 @@
 //! read (`BackendRead::ids_from`: the ids at or above the prefix padded with zeros, two at most).
 
 use super::Memory;
-use crate::error::{Error, IdPrefixError};
+use crate::error::{Error, IdPrefixError, IntegrityCheck};
 use memlineage_core::EntryId;
+use memlineage_core::entry::{Scope, SignedEntry};
 use std::fmt;
 use std::str::FromStr;
 
@@ -76,21 +77,86 @@ impl Memory {
             .into_iter()
             .filter(|id| id.to_hex().starts_with(&prefix.0))
             .collect();
-        match found.as_slice() {
-            [id] => Ok(*id),
-            [] => Err(IdPrefixError::NoMatch {
-                prefix: prefix.0.clone(),
-            }
-            .into()),
-            [first, second, ..] => Err(IdPrefixError::Ambiguous {
-                prefix: prefix.0.clone(),
-                first: *first,
-                second: *second,
-            }
-            .into()),
+        the_one(prefix, &found)
+    }
+
+    /// [`Memory::resolve_prefix`] among the entries a caller may see: only entries whose
+    /// scope `visible` accepts can match, so an answer — one id, "no match" or "ambiguous" —
+    /// says nothing about entries outside the caller's scopes (the HTTP service resolves
+    /// prefixes in routes this way, `docs/service.md`). A full id is returned as it is: the
+    /// caller checks that entry's scope when it reads it.
+    ///
+    /// Ids are read in pages by one indexed range read each; the cost grows with the number
+    /// of ids sharing the prefix (one in 2^32 for an 8-character prefix), each of which is
+    /// looked up once for its scope.
+    pub fn resolve_prefix_visible(
+        &self,
+        prefix: &IdPrefix,
+        visible: &dyn Fn(&Scope) -> bool,
+    ) -> Result<EntryId, Error> {
+        if let Some(id) = prefix.full() {
+            return Ok(id);
         }
+        let mut from = prefix
+            .lowest()
+            .ok_or_else(|| IdPrefixError::Malformed(prefix.0.clone()))?;
+        let mut found: Vec<EntryId> = Vec::with_capacity(2);
+        let mut last: Option<EntryId> = None;
+        'pages: loop {
+            let page = self.reads().ids_from(&from, PREFIX_PAGE)?;
+            let full_page = page.len() == PREFIX_PAGE;
+            for id in page {
+                if last.is_some_and(|l| id <= l) {
+                    continue;
+                }
+                last = Some(id);
+                from = id;
+                if !id.to_hex().starts_with(&prefix.0) {
+                    break 'pages;
+                }
+                let Some(stored) = self.reads().entry_by_id(&id)? else {
+                    continue;
+                };
+                let entry = SignedEntry::from_leaf(&stored.leaf).map_err(|e| {
+                    Error::integrity(
+                        IntegrityCheck::LeafDecode,
+                        format!("entry {id}: the stored leaf does not decode: {e}"),
+                    )
+                })?;
+                if visible(&entry.body().scope) {
+                    found.push(id);
+                    if found.len() == 2 {
+                        break 'pages;
+                    }
+                }
+            }
+            if !full_page {
+                break;
+            }
+        }
+        the_one(prefix, &found)
     }
 }
+
+/// The one id of `found` (the matches of `prefix`, in id order), or why there is not one.
+fn the_one(prefix: &IdPrefix, found: &[EntryId]) -> Result<EntryId, Error> {
+    match found {
+        [id] => Ok(*id),
+        [] => Err(IdPrefixError::NoMatch {
+            prefix: prefix.0.clone(),
+        }
+        .into()),
+        [first, second, ..] => Err(IdPrefixError::Ambiguous {
+            prefix: prefix.0.clone(),
+            first: *first,
+            second: *second,
+        }
+        .into()),
+    }
+}
+
+/// Ids read per range read while resolving a prefix among visible entries.
+const PREFIX_PAGE: usize = 16;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! Reading entries, proofs and checkpoints.
 
 use super::Memory;
+use super::control::operator_of;
 use crate::error::{Error, InputError, IntegrityCheck, IntegrityError};
 use crate::store::{BackendRead, NoteRow, StoredEntry};
 use memlineage_core::checkpoint::{self, Checkpoint, NoteVerifier};
@@ -173,15 +174,21 @@ impl Memory {
     /// Signs and stores a checkpoint of the current tree with the operator's key (which must
     /// be loaded). Returns the signed note text.
     pub fn checkpoint(&self) -> Result<String, Error> {
-        let op = self.operator()?;
-        let key = self.keys.get(&op)?;
+        let registry = self.refresh_registry()?;
+        let op = operator_of(&registry)?;
+        let current = registry
+            .get(op.as_str())
+            .and_then(|p| p.current_key())
+            .map(|k| k.key_id);
+        drop(registry);
+        let key = self.signing_key(&op, current)?;
         let (size, root) = {
             let r = self.backend.snapshot()?;
             let size = r.size()?;
             (size, root_at_in(&*r, size)?)
         };
         let cp = Checkpoint::new(&self.settings.origin, size, root);
-        let note = checkpoint::sign_checkpoint(&cp, &self.settings.origin, &key)?;
+        let note = key.sign_checkpoint(&cp, &self.settings.origin)?;
         self.backend
             .save_checkpoint(&NoteRow::new(size, note.clone()))?;
         Ok(note)

@@ -5,17 +5,18 @@
 //! Ed25519 signing is deterministic (RFC 8032 §5.1.6), so an entry signed on a signer thread
 //! is byte for byte the entry signed in line: only the wall time changes.
 
+use super::signing_key::SigningKeyRef;
 use crate::error::Error;
 use crate::store::NewRecord;
-use ed25519_dalek::{SigningKey, VerifyingKey};
-use memlineage_core::entry::{EntryBody, SignedEntry};
+use ed25519_dalek::VerifyingKey;
+use memlineage_core::entry::EntryBody;
 use memlineage_core::{EntryId, Hash256};
 use std::sync::mpsc;
 
 /// A request turned into an unsigned body, with what signing and storing it needs.
 pub(super) struct Draft {
     pub(super) body: EntryBody,
-    pub(super) key: SigningKey,
+    pub(super) key: SigningKeyRef,
     pub(super) content: Vec<u8>,
     pub(super) search_text: Option<String>,
 }
@@ -34,14 +35,15 @@ impl Draft {
 
     /// Signs the body and makes the record to append.
     pub(super) fn sign(self) -> Result<Signed, Error> {
-        let entry = SignedEntry::sign(self.body, &self.key)?;
+        let signer = self.key.public();
+        let entry = self.key.sign_entry(self.body)?;
         Ok(Signed {
             record: NewRecord {
                 entry,
                 content: self.content,
                 search_text: self.search_text,
             },
-            signer: self.key.verifying_key(),
+            signer,
         })
     }
 }
@@ -128,6 +130,7 @@ fn interleave(per_thread: Vec<Vec<Signed>>, count: usize) -> Result<Vec<Signed>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ed25519_dalek::SigningKey;
     use memlineage_core::entry::{EntryKind, Scope};
     use memlineage_core::keys;
     use memlineage_core::label::{Fallback, TrustLabel, Weight};
@@ -154,7 +157,7 @@ mod tests {
         };
         Draft {
             body,
-            key,
+            key: SigningKeyRef::File(key),
             content,
             search_text: None,
         }

@@ -257,8 +257,9 @@ impl Memory {
             }
             .into());
         }
-        let (key, key_id) = self.keys.get_with_id(&req.writer)?;
         let current = principal.current_key().map(|k| k.key_id);
+        let key = self.signing_key(&req.writer, current)?;
+        let key_id = key.key_id();
         if current != Some(key_id) {
             return Err(Refusal::KeyNotCurrent {
                 name: name.to_string(),
