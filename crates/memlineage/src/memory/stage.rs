@@ -36,32 +36,43 @@ pub enum Effect {
     },
 }
 
-/// The rows of appending `records` at `first`, with `effects`, on the state `txn` reads.
-pub(crate) fn build(
-    txn: &dyn BackendRead,
-    first: u64,
-    records: &[NewRecord],
-    effects: &[Effect],
-    settings: Vec<(String, String)>,
-) -> Result<AppendBatch, Error> {
+/// The rows of a batch that do not depend on where it lands in the log — each leaf with its
+/// content, the copies of its signed fields, its value keys and its leaf hash (RFC 6962 §2.1:
+/// `SHA-256(0x00 ‖ leaf)`), and the lineage edges — made by [`prepare`] before the append's
+/// transaction, so that the log head is held only for what depends on the position: the
+/// checks against the state as of the transaction, the interior Merkle nodes, the writes and
+/// the commit. Indices here are offsets in the batch; [`build`] adds the first index.
+pub(crate) struct Staged {
+    entries: Vec<EntryRow>,
+    leaf_hashes: Vec<Hash256>,
+    edges: Vec<EdgeRow>,
+    /// Offset in the batch of each new entry.
+    in_batch: HashMap<EntryId, u64>,
+}
+
+/// Stages `records` ([`Staged`]): the work of an append that needs no lock.
+pub(crate) fn prepare(records: &[NewRecord]) -> Staged {
     let mut entries = Vec::with_capacity(records.len());
+    let mut leaf_hashes = Vec::with_capacity(records.len());
     let mut edges = Vec::new();
     let mut in_batch: HashMap<EntryId, u64> = HashMap::with_capacity(records.len());
     for (offset, rec) in records.iter().enumerate() {
-        let index = first + offset as u64;
+        let offset = offset as u64;
         let body = rec.entry.body();
         let id = rec.entry.id();
-        in_batch.insert(id, index);
+        in_batch.insert(id, offset);
         edges.extend(body.parents.iter().map(|p| EdgeRow {
             parent: p.id,
             child: id,
-            child_index: index,
+            child_index: offset,
             weight: p.weight,
         }));
+        let leaf = rec.entry.to_leaf();
+        leaf_hashes.push(merkle::leaf_hash(&leaf));
         entries.push(EntryRow {
-            index,
+            index: offset,
             id,
-            leaf: rec.entry.to_leaf(),
+            leaf,
             scope: body.scope.as_str().to_string(),
             writer: body.writer.clone(),
             kind: body.kind,
@@ -77,7 +88,41 @@ pub(crate) fn build(
                 .unwrap_or_default(),
         });
     }
-    let nodes = completed_nodes(txn, first, entries.iter().map(|e| e.leaf.as_slice()))?;
+    Staged {
+        entries,
+        leaf_hashes,
+        edges,
+        in_batch,
+    }
+}
+
+/// The rows of appending the `staged` records at `first`, with `effects`, on the state `txn`
+/// reads.
+pub(crate) fn build(
+    txn: &dyn BackendRead,
+    first: u64,
+    staged: &Staged,
+    effects: &[Effect],
+    settings: Vec<(String, String)>,
+) -> Result<AppendBatch, Error> {
+    let entries: Vec<EntryRow> = staged
+        .entries
+        .iter()
+        .map(|e| EntryRow {
+            index: first + e.index,
+            ..e.clone()
+        })
+        .collect();
+    let edges: Vec<EdgeRow> = staged
+        .edges
+        .iter()
+        .map(|e| EdgeRow {
+            child_index: first + e.child_index,
+            ..*e
+        })
+        .collect();
+    let in_batch = &staged.in_batch;
+    let nodes = completed_nodes(txn, first, &staged.leaf_hashes)?;
     let mut forgotten: Vec<ForgottenRow> = Vec::new();
     let mut raised = Vec::new();
     for effect in effects {
@@ -93,7 +138,7 @@ pub(crate) fn build(
                     continue;
                 }
                 let (target_index, was_erased) = match in_batch.get(target) {
-                    Some(index) => (*index, false),
+                    Some(offset) => (first + offset, false),
                     None => {
                         let stored = txn.labels_by_id(target)?.ok_or(Error::NotFound(*target))?;
                         let erased = txn
@@ -125,17 +170,17 @@ pub(crate) fn build(
     })
 }
 
-/// The hashes of the leaves appended at `first, first + 1, …` and of every node they complete,
-/// in the order completed. The stored nodes needed are exactly the complete subtrees of the
+/// The leaf hashes `leaf_hashes` of the leaves appended at `first, first + 1, …` and the
+/// hashes of every node they complete, in the order completed. The stored nodes needed are exactly the complete subtrees of the
 /// tree of size `first` (its root nodes, one read): a node the batch completes has a right
 /// child completed by the batch and a left child that is either completed by the batch or a
 /// complete subtree of the old tree whose parent was not complete, i.e. one of its root nodes.
-pub(crate) fn completed_nodes<'l>(
+pub(crate) fn completed_nodes(
     txn: &dyn BackendRead,
     first: u64,
-    leaves: impl ExactSizeIterator<Item = &'l [u8]>,
+    leaf_hashes: &[Hash256],
 ) -> Result<Vec<(NodeId, Hash256)>, Error> {
-    if leaves.len() == 0 {
+    if leaf_hashes.is_empty() {
         return Ok(Vec::new());
     }
     let frontier = merkle::root_nodes(first);
@@ -153,9 +198,9 @@ pub(crate) fn completed_nodes<'l>(
     }
     // The complete subtrees of the growing tree, left to right, levels strictly descending.
     let mut stack: Vec<(NodeId, Hash256)> = frontier.into_iter().zip(hashes).collect();
-    let mut out = Vec::with_capacity(leaves.len() * 2);
-    for (offset, leaf) in leaves.enumerate() {
-        let node = (NodeId::leaf(first + offset as u64), merkle::leaf_hash(leaf));
+    let mut out = Vec::with_capacity(leaf_hashes.len() * 2);
+    for (offset, leaf) in leaf_hashes.iter().enumerate() {
+        let node = (NodeId::leaf(first + offset as u64), *leaf);
         out.push(node);
         stack.push(node);
         while let [.., (l, lh), (r, rh)] = stack.as_slice()
@@ -178,7 +223,8 @@ pub(crate) fn append_unchecked(
     records: &[NewRecord],
     effects: &[Effect],
 ) -> Result<u64, Error> {
+    let staged = prepare(records);
     let mut check =
-        |txn: &dyn BackendRead, first: u64| build(txn, first, records, effects, Vec::new());
+        |txn: &dyn BackendRead, first: u64| build(txn, first, &staged, effects, Vec::new());
     backend.append(&mut crate::store::AppendGuard::new(&mut check))
 }

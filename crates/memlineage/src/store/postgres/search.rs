@@ -46,6 +46,22 @@ impl Document {
             terms: counts.into_iter().collect(),
         }
     }
+
+    /// The terms joined by a space, and their frequencies likewise (a term holds no space:
+    /// `store::text::tokens`), for the server to split again with `string_to_array`.
+    pub(super) fn joined(&self) -> (String, String) {
+        let mut terms = String::new();
+        let mut tfs = String::new();
+        for (i, (t, n)) in self.terms.iter().enumerate() {
+            if i > 0 {
+                terms.push(' ');
+                tfs.push(' ');
+            }
+            terms.push_str(t);
+            tfs.push_str(&n.to_string());
+        }
+        (terms, tfs)
+    }
 }
 
 /// A lexeme quoted for `tsquery` input: no operator, space or quote inside it is parsed.
