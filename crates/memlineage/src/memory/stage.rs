@@ -9,6 +9,7 @@
 //! the bytes back); and the raised effective labels.
 
 use crate::error::Error;
+use crate::store::TermCounts;
 use crate::store::{AppendBatch, BackendRead, EdgeRow, EntryRow, ForgottenRow, NewRecord};
 use memlineage_core::label::TrustLabel;
 use memlineage_core::merkle::{self, NodeId};
@@ -50,8 +51,11 @@ pub(crate) struct Staged {
     in_batch: HashMap<EntryId, u64>,
 }
 
-/// Stages `records` ([`Staged`]): the work of an append that needs no lock.
-pub(crate) fn prepare(records: &[NewRecord]) -> Staged {
+/// Stages `records` ([`Staged`]): the work of an append that needs no lock. `count_terms`:
+/// the backend indexes the texts' counted terms ([`Backend::counts_terms`]).
+///
+/// [`Backend::counts_terms`]: crate::store::Backend::counts_terms
+pub(crate) fn prepare(records: &[NewRecord], count_terms: bool) -> Staged {
     let mut entries = Vec::with_capacity(records.len());
     let mut leaf_hashes = Vec::with_capacity(records.len());
     let mut edges = Vec::new();
@@ -79,6 +83,11 @@ pub(crate) fn prepare(records: &[NewRecord]) -> Staged {
             label: body.label,
             content: rec.content.clone(),
             search_text: rec.search_text.clone(),
+            terms: rec
+                .search_text
+                .as_deref()
+                .filter(|_| count_terms)
+                .map(TermCounts::of),
             // The value index (issue 19): every typed value the text carries, as the gate's
             // extraction finds it; kept even if the content is later erased.
             values: rec
@@ -223,7 +232,7 @@ pub(crate) fn append_unchecked(
     records: &[NewRecord],
     effects: &[Effect],
 ) -> Result<u64, Error> {
-    let staged = prepare(records);
+    let staged = prepare(records, backend.counts_terms());
     let mut check =
         |txn: &dyn BackendRead, first: u64| build(txn, first, &staged, effects, Vec::new());
     backend.append(&mut crate::store::AppendGuard::new(&mut check))

@@ -393,7 +393,7 @@ impl Memory {
         let mut new_distrust: Option<DistrustLog> = None;
         let recs = records;
         // What does not depend on the log position is staged before the log head is taken.
-        let staged = stage::prepare(records);
+        let staged = stage::prepare(records, self.backend.counts_terms());
         let mut check = |reader: &dyn BackendRead, first: u64| {
             if !settings.is_empty() && (first != 0 || reader.setting("origin")?.is_some()) {
                 return Err(StoreState::AlreadyInitialised.into());

@@ -36,4 +36,4 @@ pub use rows::{
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use text::{MAX_QUERY_TERMS, SearchTerms, tokens};
+pub use text::{MAX_QUERY_TERMS, SearchTerms, TermCounts, tokens};

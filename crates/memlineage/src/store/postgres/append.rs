@@ -7,10 +7,11 @@
 
 use super::conn::Conn;
 use super::read::to_i64;
-use super::search::Document;
+use super::search;
 use crate::error::Error;
 use crate::store::backend::{AppendGuard, WriteStage};
 use crate::store::rows::AppendBatch;
+use crate::store::text::TermCounts;
 use memlineage_core::EntryId;
 use std::collections::HashMap;
 
@@ -162,11 +163,19 @@ impl<'b> Documents<'b> {
             let Some(text) = &e.search_text else {
                 continue;
             };
-            let doc = Document::of(text);
+            // Counted before the transaction (`Backend::counts_terms`), else here.
+            let counted;
+            let c = match &e.terms {
+                Some(c) => c,
+                None => {
+                    counted = TermCounts::of(text);
+                    &counted
+                }
+            };
+            let (len, terms, tfs) = search::columns(c);
             d.idx.push(to_i64(e.index)?);
             d.scope.push(&e.scope);
-            d.len.push(doc.len);
-            let (terms, tfs) = doc.joined();
+            d.len.push(len);
             d.terms.push(terms);
             d.tfs.push(tfs);
         }

@@ -560,6 +560,10 @@ impl Backend for PostgresStore {
         Ok(())
     }
 
+    fn counts_terms(&self) -> bool {
+        true
+    }
+
     fn commits(&self) -> Option<u64> {
         Some(self.commits.load(Ordering::SeqCst))
     }
