@@ -10,6 +10,7 @@
 mod common;
 
 use common::{p, setup_with};
+use memlineage::store::PENDING_MERGE_EVERY;
 use memlineage::{Memory, OpenMode, StoreLocation, WriteRequest};
 use memlineage_core::entry::{EntryKind, Parent, Scope};
 use memlineage_core::label::Weight;
@@ -145,9 +146,10 @@ fn store_without_autovacuum(cluster: &memlineage_pgtest::Cluster) -> String {
     url
 }
 
-/// Writes 1024 documents, the number after which a store value merges.
-fn write_1024(mem: &Memory) {
-    for round in 0..4 {
+/// Writes the number of documents after which a store value merges.
+fn write_until_a_merge(mem: &Memory) {
+    let rounds = PENDING_MERGE_EVERY.div_ceil(256);
+    for round in 0..rounds {
         mem.write_batch(batch(&format!("round{round}"), 256, None))
             .unwrap();
     }
@@ -165,9 +167,9 @@ fn the_pending_list_is_merged_after_appends() {
             .unwrap(),
     );
     let mut db = connect(&url);
-    write_1024(&mem);
-    // The merge runs in the background: wait for it (the list held 1024 documents and more,
-    // far below the server's own 4 MB limit, so nothing else merges it).
+    write_until_a_merge(&mem);
+    // The merge runs in the background: wait for it (the list held PENDING_MERGE_EVERY
+    // documents, below the server's own 4 MB limit, so nothing else merges it).
     let deadline = Instant::now() + Duration::from_secs(60);
     while pending(&mut db) > 0 {
         assert!(
@@ -178,7 +180,7 @@ fn the_pending_list_is_merged_after_appends() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Merged entries are found as before.
-    let hits = mem.search("round3", &Scope::default(), 300).unwrap();
+    let hits = mem.search("round0", &Scope::default(), 300).unwrap();
     assert_eq!(hits.entries.len(), 256);
 }
 
@@ -201,11 +203,12 @@ fn a_role_that_may_not_merge_still_appends() {
             .open(OpenMode::Existing)
             .unwrap(),
     );
-    write_1024(&mem);
+    write_until_a_merge(&mem);
     mem.write_batch(batch("after", 256, None)).unwrap();
     // The merge was refused (the role does not own the index): the documents wait in the list.
     std::thread::sleep(Duration::from_millis(500));
-    assert!(pending(&mut db) >= 1024 + 256);
+    let written = i64::try_from(PENDING_MERGE_EVERY.div_ceil(256) * 256 + 256).unwrap();
+    assert!(pending(&mut db) >= written);
     let hits = mem.search("after", &Scope::default(), 300).unwrap();
     assert_eq!(hits.entries.len(), 256);
     mem.checkpoint().unwrap();

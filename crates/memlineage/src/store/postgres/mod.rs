@@ -56,6 +56,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+pub use pending::MERGE_EVERY as PENDING_MERGE_EVERY;
 pub use schema::SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION;
 
 /// How long an operation keeps retrying after the server became unreachable or aborted the

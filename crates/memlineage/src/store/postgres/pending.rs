@@ -24,10 +24,13 @@ use super::conn::{Pool, sqlstate};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// How many documents are appended through one store value between two merges (about a
-/// megabyte of pending entries for the benchmark's entries of ~180 bytes, a quarter of the
-/// default limit).
-pub(super) const MERGE_EVERY: u64 = 1024;
+/// How many documents are appended through one store value between two merges: for the
+/// benchmark's entries of ~180 bytes, about half the default limit of pending entries, so that
+/// the list is merged here, not by an insert inside an append. A merge costs less per document
+/// the more it merges (each term's posting list is rewritten once per merge): with four
+/// writers, merging every 3072 documents took the server 44–47 µs of CPU per entry against
+/// 49–53 µs every 1024 (`docs/performance.md`).
+pub const MERGE_EVERY: u64 = 3072;
 
 /// The statement that merges the list.
 const MERGE: &str = "SELECT gin_clean_pending_list('search_terms'::regclass)";
