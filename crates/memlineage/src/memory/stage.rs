@@ -14,6 +14,7 @@ use crate::store::{AppendBatch, BackendRead, EdgeRow, EntryRow, ForgottenRow, Ne
 use memlineage_core::label::TrustLabel;
 use memlineage_core::merkle::{self, NodeId};
 use memlineage_core::{EntryId, Hash256};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Derived state that a control record changes, applied in the same transaction as the append.
@@ -43,8 +44,12 @@ pub enum Effect {
 /// transaction, so that the log head is held only for what depends on the position: the
 /// checks against the state as of the transaction, the interior Merkle nodes, the writes and
 /// the commit. Indices here are offsets in the batch; [`build`] adds the first index.
-pub(crate) struct Staged {
-    entries: Vec<EntryRow>,
+pub(crate) struct Staged<'r> {
+    records: &'r [NewRecord],
+    count_terms: bool,
+    /// The entry rows, handed to the first [`build`] (a backend that retries its transaction
+    /// builds again: then they are made again, from `records`).
+    entries: RefCell<Option<Vec<EntryRow>>>,
     leaf_hashes: Vec<Hash256>,
     edges: Vec<EdgeRow>,
     /// Offset in the batch of each new entry.
@@ -55,54 +60,62 @@ pub(crate) struct Staged {
 /// the backend indexes the texts' counted terms ([`Backend::counts_terms`]).
 ///
 /// [`Backend::counts_terms`]: crate::store::Backend::counts_terms
-pub(crate) fn prepare(records: &[NewRecord], count_terms: bool) -> Staged {
-    let mut entries = Vec::with_capacity(records.len());
-    let mut leaf_hashes = Vec::with_capacity(records.len());
+pub(crate) fn prepare(records: &[NewRecord], count_terms: bool) -> Staged<'_> {
+    let entries = entry_rows(records, count_terms);
+    let leaf_hashes = entries.iter().map(|e| merkle::leaf_hash(&e.leaf)).collect();
     let mut edges = Vec::new();
     let mut in_batch: HashMap<EntryId, u64> = HashMap::with_capacity(records.len());
-    for (offset, rec) in records.iter().enumerate() {
-        let offset = offset as u64;
-        let body = rec.entry.body();
-        let id = rec.entry.id();
-        in_batch.insert(id, offset);
-        edges.extend(body.parents.iter().map(|p| EdgeRow {
+    for (e, rec) in entries.iter().zip(records) {
+        in_batch.insert(e.id, e.index);
+        edges.extend(rec.entry.body().parents.iter().map(|p| EdgeRow {
             parent: p.id,
-            child: id,
-            child_index: offset,
+            child: e.id,
+            child_index: e.index,
             weight: p.weight,
         }));
-        let leaf = rec.entry.to_leaf();
-        leaf_hashes.push(merkle::leaf_hash(&leaf));
-        entries.push(EntryRow {
-            index: offset,
-            id,
-            leaf,
-            scope: body.scope.as_str().to_string(),
-            writer: body.writer.clone(),
-            kind: body.kind,
-            label: body.label,
-            content: rec.content.clone(),
-            search_text: rec.search_text.clone(),
-            terms: rec
-                .search_text
-                .as_deref()
-                .filter(|_| count_terms)
-                .map(TermCounts::of),
-            // The value index (issue 19): every typed value the text carries, as the gate's
-            // extraction finds it; kept even if the content is later erased.
-            values: rec
-                .search_text
-                .as_deref()
-                .map(memlineage_core::gate::value_keys_of_text)
-                .unwrap_or_default(),
-        });
     }
     Staged {
-        entries,
+        records,
+        count_terms,
+        entries: RefCell::new(Some(entries)),
         leaf_hashes,
         edges,
         in_batch,
     }
+}
+
+/// The entry rows of `records`, indexed by their offsets in the batch.
+fn entry_rows(records: &[NewRecord], count_terms: bool) -> Vec<EntryRow> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(offset, rec)| {
+            let body = rec.entry.body();
+            EntryRow {
+                index: offset as u64,
+                id: rec.entry.id(),
+                leaf: rec.entry.to_leaf(),
+                scope: body.scope.as_str().to_string(),
+                writer: body.writer.clone(),
+                kind: body.kind,
+                label: body.label,
+                content: rec.content.clone(),
+                search_text: rec.search_text.clone(),
+                terms: rec
+                    .search_text
+                    .as_deref()
+                    .filter(|_| count_terms)
+                    .map(TermCounts::of),
+                // The value index (issue 19): every typed value the text carries, as the
+                // gate's extraction finds it; kept even if the content is later erased.
+                values: rec
+                    .search_text
+                    .as_deref()
+                    .map(memlineage_core::gate::value_keys_of_text)
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 /// The rows of appending the `staged` records at `first`, with `effects`, on the state `txn`
@@ -110,18 +123,17 @@ pub(crate) fn prepare(records: &[NewRecord], count_terms: bool) -> Staged {
 pub(crate) fn build(
     txn: &dyn BackendRead,
     first: u64,
-    staged: &Staged,
+    staged: &Staged<'_>,
     effects: &[Effect],
     settings: Vec<(String, String)>,
 ) -> Result<AppendBatch, Error> {
-    let entries: Vec<EntryRow> = staged
+    let mut entries = staged
         .entries
-        .iter()
-        .map(|e| EntryRow {
-            index: first + e.index,
-            ..e.clone()
-        })
-        .collect();
+        .take()
+        .unwrap_or_else(|| entry_rows(staged.records, staged.count_terms));
+    for e in &mut entries {
+        e.index += first;
+    }
     let edges: Vec<EdgeRow> = staged
         .edges
         .iter()
@@ -180,10 +192,11 @@ pub(crate) fn build(
 }
 
 /// The leaf hashes `leaf_hashes` of the leaves appended at `first, first + 1, …` and the
-/// hashes of every node they complete, in the order completed. The stored nodes needed are exactly the complete subtrees of the
-/// tree of size `first` (its root nodes, one read): a node the batch completes has a right
-/// child completed by the batch and a left child that is either completed by the batch or a
-/// complete subtree of the old tree whose parent was not complete, i.e. one of its root nodes.
+/// hashes of every node they complete, in the order completed. The stored nodes needed are
+/// exactly the complete subtrees of the tree of size `first` (its root nodes, one read): a node
+/// the batch completes has a right child completed by the batch and a left child that is either
+/// completed by the batch or a complete subtree of the old tree whose parent was not complete,
+/// i.e. one of its root nodes.
 pub(crate) fn completed_nodes(
     txn: &dyn BackendRead,
     first: u64,
