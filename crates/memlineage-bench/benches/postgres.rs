@@ -6,7 +6,9 @@
 //! - `pg_vs_sqlite/retrieve_verify_render_8/{sqlite,postgres}`: a verified retrieval of 8 from
 //!   the generated store of 4096 entries, and from its copy in PostgreSQL (`Memory::copy_to`);
 //! - `pg_writers/4x_b256`: four handles on four threads (their own connections, as four
-//!   processes would have) each appending a batch of 256 at once, into one log.
+//!   processes would have) each appending a batch of 256 at once, into one log; after the
+//!   group, the latency of every batch's `write_batch` in the same run (p50, p99) is printed.
+//!   (Writer *processes* appending back to back: `examples/pg_writers.rs`.)
 //!
 //! The server is a throwaway cluster on this host (`memlineage-pgtest`, `fsync` and
 //! `synchronous_commit` on). Without PostgreSQL the bench says so and measures nothing.
@@ -101,6 +103,7 @@ fn bench_writers(c: &mut Criterion, cluster: &memlineage_pgtest::Cluster) {
         .collect();
     let mut handles: Vec<std::sync::Mutex<(Memory, Workload)>> =
         handles.into_iter().map(std::sync::Mutex::new).collect();
+    let latencies = std::sync::Mutex::new(Vec::<Duration>::new());
     g.bench_function("4x_b256", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
@@ -115,11 +118,14 @@ fn bench_writers(c: &mut Criterion, cluster: &memlineage_pgtest::Cluster) {
                     })
                     .collect();
                 let started = Instant::now();
+                let latencies = &latencies;
                 std::thread::scope(|s| {
                     for (h, reqs) in handles.iter().zip(batches) {
                         s.spawn(move || {
                             let guard = h.lock().expect("lock");
+                            let t = Instant::now();
                             guard.0.write_batch(reqs).expect("writes");
+                            latencies.lock().expect("lock").push(t.elapsed());
                         });
                     }
                 });
@@ -129,6 +135,21 @@ fn bench_writers(c: &mut Criterion, cluster: &memlineage_pgtest::Cluster) {
         })
     });
     g.finish();
+    let mut lat = latencies.into_inner().expect("lock");
+    lat.sort_unstable();
+    if !lat.is_empty() {
+        let pct = |q: f64| lat[((q * lat.len() as f64).ceil() as usize).clamp(1, lat.len()) - 1];
+        eprintln!(
+            "pg_writers/4x_b256: {} batches of {BATCH} (warm-up included), per batch write_batch p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; load average {}",
+            lat.len(),
+            pct(0.5).as_secs_f64() * 1e3,
+            pct(0.99).as_secs_f64() * 1e3,
+            pct(1.0).as_secs_f64() * 1e3,
+            std::fs::read_to_string("/proc/loadavg")
+                .unwrap_or_default()
+                .trim()
+        );
+    }
 }
 
 fn postgres(c: &mut Criterion) {

@@ -119,9 +119,12 @@ impl Cluster {
                 "--no-sync",
             ],
         )?;
+        // Durable commits, as the store requires; then the settings `docs/store.md` recommends
+        // for appends ("Server settings"): fewer checkpoints, compressed full-page images.
         let conf = "\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\n\
                     max_connections = 300\nfsync = on\nsynchronous_commit = on\n\
-                    log_min_messages = warning\n";
+                    max_wal_size = '4GB'\ncheckpoint_timeout = '15min'\n\
+                    wal_compression = on\nlog_min_messages = warning\n";
         let conf_path = cluster.data().join("postgresql.conf");
         let mut text = std::fs::read_to_string(&conf_path)
             .map_err(|e| format!("{}: {e}", conf_path.display()))?;
@@ -132,6 +135,7 @@ impl Cluster {
             cluster.port = free_port()?;
             match cluster.pg_ctl(&["start", "-w", "-t", "60"]) {
                 Ok(()) => {
+                    cluster.prefer_lz4();
                     if !shared {
                         cluster._dir = Some(dir);
                     } else {
@@ -144,6 +148,26 @@ impl Cluster {
             }
         }
         Err(format!("pg_ctl start failed: {last}"))
+    }
+
+    /// Compresses full-page images with LZ4 when the server was built with it (Debian's is;
+    /// `wal_compression = on` means the slower built-in pglz).
+    fn prefer_lz4(&self) {
+        let mut admin = self.admin();
+        let lz4 = admin
+            .query_one(
+                "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'wal_compression'",
+                &[],
+            )
+            .and_then(|r| r.try_get::<_, Option<bool>>(0))
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+        if lz4 {
+            let _ = admin
+                .batch_execute("ALTER SYSTEM SET wal_compression = 'lz4'")
+                .and_then(|()| admin.batch_execute("SELECT pg_reload_conf()"));
+        }
     }
 
     fn data(&self) -> PathBuf {

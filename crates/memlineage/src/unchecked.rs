@@ -14,7 +14,7 @@
 use crate::error::Error;
 use crate::memory::Memory;
 pub use crate::memory::stage::Effect;
-use crate::memory::stage::{append_unchecked, build};
+use crate::memory::stage::{append_unchecked, build, prepare};
 use crate::store::{
     AppendBatch, AppendGuard, Backend, BackendRead, NewRecord, NoteRow, WriteStage,
 };
@@ -63,8 +63,9 @@ pub fn append_to(
     effects: &[Effect],
     settings: &[(String, String)],
 ) -> Result<u64, Error> {
+    let staged = prepare(records, backend.counts_terms());
     let mut check =
-        |txn: &dyn BackendRead, first: u64| build(txn, first, records, effects, settings.to_vec());
+        |txn: &dyn BackendRead, first: u64| build(txn, first, &staged, effects, settings.to_vec());
     backend.append(&mut AppendGuard::new(&mut check))
 }
 
@@ -81,7 +82,7 @@ pub fn stage(
     records: &[NewRecord],
     effects: &[Effect],
 ) -> Result<AppendBatch, Error> {
-    build(txn, first, records, effects, Vec::new())
+    build(txn, first, &prepare(records, false), effects, Vec::new())
 }
 
 /// Runs `inner.append` with the guard's checks unchanged and `fault` called first at every

@@ -8,9 +8,11 @@
 //! - At the commit (after everything is written, before `COMMIT` is answered): when the
 //!   server's termination notice is the answer, the commit certainly failed and the append is
 //!   retried; when the connection is just gone, the outcome is unknown to the client, so the
-//!   store looks the batch up on a new connection and reports what happened — here, not
-//!   committed: a retryable error, nothing of the batch in the log, and the caller's retry
-//!   lands it once.
+//!   store looks the batch up on a new connection once it holds the log head (the lost
+//!   transaction has then ended) — here, not committed — and appends it again; had the retries
+//!   run out, the caller would get a retryable error with nothing of the batch in the log, and
+//!   its retry would land it once. (The rows of a batch are one statement, so a session
+//!   dropped after any stage may first surface at the commit.)
 //!
 //! Either way every acknowledged entry is there exactly once, no partial batch is, and the log
 //! verifies.

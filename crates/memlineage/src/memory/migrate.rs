@@ -14,7 +14,7 @@
 
 use super::Memory;
 use super::read::decode_stored;
-use super::stage::{Effect, build};
+use super::stage::{Effect, build, prepare};
 use crate::error::{Error, IntegrityCheck};
 use crate::store::{AppendGuard, BackendRead, NewRecord, NoteRow, OpenMode, StoreLocation};
 
@@ -90,8 +90,9 @@ impl Memory {
             let rows = src.entries(start, COPY_CHUNK.min(total - start))?;
             let (records, effects) = records_of(&rows)?;
             let first_settings = std::mem::take(&mut settings);
+            let staged = prepare(&records, dest.counts_terms());
             let mut check = |txn: &dyn BackendRead, first: u64| {
-                build(txn, first, &records, &effects, first_settings.clone())
+                build(txn, first, &staged, &effects, first_settings.clone())
             };
             let at = dest.append(&mut AppendGuard::new(&mut check))?;
             if at != start {

@@ -393,6 +393,8 @@ impl Memory {
         let mut new_registry: Option<(Registry, u64)> = None;
         let mut new_distrust: Option<DistrustLog> = None;
         let recs = records;
+        // What does not depend on the log position is staged before the log head is taken.
+        let staged = stage::prepare(records, self.backend.counts_terms());
         let mut check = |reader: &dyn BackendRead, first: u64| {
             if !settings.is_empty() && (first != 0 || reader.setting("origin")?.is_some()) {
                 return Err(StoreState::AlreadyInitialised.into());
@@ -450,7 +452,7 @@ impl Memory {
                 new_registry = Some((registry, next));
             }
             new_distrust = labels.into_distrust();
-            stage::build(reader, first, recs, &effects, settings.clone())
+            stage::build(reader, first, &staged, &effects, settings.clone())
         };
         let first = self.backend.append(&mut AppendGuard::new(&mut check))?;
         // Embeddings at write time, when a model is attached (derived data: `semantic.rs`).

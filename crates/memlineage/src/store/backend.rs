@@ -309,6 +309,14 @@ pub trait Backend: BackendRead + Send + Sync {
     /// entries ([`EntryRow::values`](super::EntryRow::values)).
     fn save_values(&self, rows: &ValueRows) -> Result<(), Error>;
 
+    /// Whether this backend indexes the handle's terms of each entry's text itself (the
+    /// [`EntryRow::terms`](super::EntryRow::terms) it is given), rather than the text: then the
+    /// handle counts them before the append's transaction, so that they are not counted while
+    /// the log is locked. Provided: no (SQLite's FTS5 and the in-memory index take the text).
+    fn counts_terms(&self) -> bool {
+        false
+    }
+
     /// Write transactions committed through this backend value, when it counts them (each is
     /// one sync on a durable backend): how group commit shows.
     fn commits(&self) -> Option<u64> {

@@ -29,11 +29,11 @@ pub use backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
 pub use location::{OpenMode, STORE_FILE, StoreLocation};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore, RETRY_FOR};
+pub use postgres::{PENDING_MERGE_EVERY, POSTGRES_SCHEMA_VERSION, PostgresStore, RETRY_FOR};
 pub use rows::{
     AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, EntryRow, ForgottenRow,
     IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote, ValueRows,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use text::{MAX_QUERY_TERMS, SearchTerms, tokens};
+pub use text::{MAX_QUERY_TERMS, SearchTerms, TermCounts, tokens};

@@ -7,6 +7,7 @@
 //! decides nothing. What is read back ([`StoredEntry`] and friends) is raw: the handle decodes
 //! and re-verifies it, so a store edited behind the program's back is caught.
 
+use super::text::TermCounts;
 use memlineage_core::entry::{EntryKind, SignedEntry};
 use memlineage_core::gate::ValueKey;
 use memlineage_core::label::{TrustLabel, Weight};
@@ -135,6 +136,10 @@ pub struct EntryRow {
     pub content: Vec<u8>,
     /// Text for the full-text index (`None`: not indexed).
     pub search_text: Option<String>,
+    /// The terms of `search_text`, counted before the append's transaction when the backend
+    /// indexes terms itself ([`Backend::counts_terms`](super::Backend::counts_terms)); `None`
+    /// otherwise (such a backend then counts them from `search_text`).
+    pub terms: Option<TermCounts>,
     /// The keys of the typed values the text carries, sorted, for the value index (issue 19,
     /// `docs/store.md`, "Value index"); kept after the content is erased.
     pub values: Vec<ValueKey>,

@@ -33,6 +33,35 @@ impl SearchTerms {
     }
 }
 
+/// A document's terms counted: its number of tokens and each distinct term with its
+/// frequency, sorted by term. The handle counts them before an append's transaction for a
+/// backend that indexes its terms itself ([`Backend::counts_terms`](super::Backend::counts_terms):
+/// PostgreSQL), so that the log head is not held for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TermCounts {
+    /// Tokens in the text, repeats included.
+    pub tokens: u32,
+    /// Distinct terms with their frequencies, sorted by term.
+    pub terms: Vec<(String, u32)>,
+}
+
+impl TermCounts {
+    /// The counted terms of `text` ([`tokens`]).
+    pub fn of(text: &str) -> TermCounts {
+        let mut counts: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
+        let mut n: u32 = 0;
+        for t in tokens(text) {
+            n = n.saturating_add(1);
+            let c = counts.entry(t).or_insert(0);
+            *c = c.saturating_add(1);
+        }
+        TermCounts {
+            tokens: n,
+            terms: counts.into_iter().collect(),
+        }
+    }
+}
+
 /// The terms of `text`, in order, with repeats: maximal runs of alphanumeric characters,
 /// lowercased. The in-memory index splits stored text the same way.
 pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
@@ -52,5 +81,17 @@ mod tests {
         assert!(SearchTerms::parse(" ,; ").is_empty());
         let long = "w ".repeat(100);
         assert_eq!(SearchTerms::parse(&long).terms().len(), MAX_QUERY_TERMS);
+    }
+
+    #[test]
+    fn counted_terms_are_sorted_distinct_with_frequencies() {
+        let c = TermCounts::of("Rent is due, rent! é 42 is");
+        assert_eq!(c.tokens, 7);
+        assert_eq!(
+            c.terms,
+            [("42", 1), ("due", 1), ("is", 2), ("rent", 2), ("é", 1)]
+                .map(|(t, n)| (t.to_string(), n))
+        );
+        assert_eq!(TermCounts::of(" ,; "), TermCounts::default());
     }
 }

@@ -1,37 +1,40 @@
 //! Writing one [`AppendBatch`] inside the append transaction, stage by stage ([`WriteStage`]).
 //!
 //! Every table gets one multi-row `INSERT … SELECT FROM unnest(…)` per batch, its columns sent
-//! as arrays: a batch of 256 entries is a handful of statements (one round trip each), not
-//! thousands. The rows arrive computed by the handle; this only writes them.
+//! as arrays, and the inserts of an ordinary batch are one statement ([`ROWS`]): a batch of
+//! 256 entries is one round trip while the log head is held, not thousands (nor ten). The rows
+//! arrive computed by the handle; this only writes them.
 
 use super::conn::Conn;
 use super::read::to_i64;
-use super::search::Document;
+use super::search;
 use crate::error::Error;
 use crate::store::backend::{AppendGuard, WriteStage};
 use crate::store::rows::AppendBatch;
+use crate::store::text::TermCounts;
 use memlineage_core::EntryId;
 use std::collections::HashMap;
 
 /// Writes `batch`, calling the guard at each stage. The caller commits.
+///
+/// The new leaves, their content, full-text documents and value keys, the Merkle nodes, the
+/// edges and the log head's size are one statement (one round trip, its sub-statements
+/// data-modifying `WITH` queries): the log head is held by the append's transaction, so every
+/// round trip while it is held delays every other writer. The rows a control record changes
+/// (forgotten entries, raised labels) and a genesis batch's settings are separate statements,
+/// after it, when the batch has any.
 pub(super) fn write(
     conn: &mut Conn,
     batch: &AppendBatch,
     guard: &mut AppendGuard<'_>,
 ) -> Result<(), Error> {
     settings(conn, batch)?;
-    entries(conn, batch)?;
-    search_documents(conn, batch)?;
-    values(conn, batch)?;
+    rows(conn, batch)?;
     guard.reached(WriteStage::Entries)?;
-    nodes(conn, batch)?;
     guard.reached(WriteStage::Nodes)?;
-    edges(conn, batch)?;
     forgotten(conn, batch)?;
     raised(conn, batch)?;
     guard.reached(WriteStage::Derived)?;
-    let size = to_i64(batch.first + batch.entries.len() as u64)?;
-    conn.execute("UPDATE log_head SET size = $1 WHERE one", &[&size])?;
     guard.reached(WriteStage::Commit)
 }
 
@@ -48,10 +51,47 @@ fn settings(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
     Ok(())
 }
 
-fn entries(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
-    if batch.entries.is_empty() {
-        return Ok(());
-    }
+/// The statement of [`rows`]. Every sub-statement runs even when its arrays are empty (then it
+/// inserts nothing); none reads another's rows but through `RETURNING`, and no table has a
+/// foreign key, so the order in which PostgreSQL runs them does not matter.
+///
+/// Every row is keyed by a new entry (its index, or its id as the edge's child), so none can
+/// exist yet: the edges and value keys are plain inserts, without the cost of `ON CONFLICT`'s
+/// speculative insertion. A conflict would mean rows for entries not in the log — a store
+/// edited behind the program's back — and fails the append (a unique violation), as the
+/// entries' own keys do.
+const ROWS: &str = "
+WITH entry_rows AS (
+    INSERT INTO entries (idx, id, leaf, scope, writer, kind, label)
+    SELECT * FROM unnest($1::int8[], $2::bytea[], $3::bytea[], $4::text[], $5::text[],
+                         $6::text[], $7::text[])
+), content_rows AS (
+    INSERT INTO content (idx, bytes) SELECT * FROM unnest($1::int8[], $8::bytea[])
+), search_rows AS (
+    INSERT INTO search (idx, scope, len, terms, tfs)
+    SELECT d.idx, d.scope, d.len, string_to_array(d.terms, ' '),
+           string_to_array(d.tfs, ' ')::int4[]
+    FROM unnest($9::int8[], $10::text[], $11::int4[], $12::text[], $13::text[])
+         AS d(idx, scope, len, terms, tfs)
+    RETURNING len
+), search_totals AS (
+    UPDATE search_stats SET docs = docs + (SELECT count(*) FROM search_rows),
+                            length = length + (SELECT COALESCE(sum(len), 0) FROM search_rows)
+    WHERE one AND cardinality($9::int8[]) > 0
+), value_rows AS (
+    INSERT INTO value_keys (key, idx) SELECT * FROM unnest($14::bytea[], $15::int8[])
+), node_rows AS (
+    INSERT INTO nodes (level, idx, hash)
+    SELECT * FROM unnest($16::int2[], $17::int8[], $18::bytea[])
+), edge_rows AS (
+    INSERT INTO edges (parent, child, weight)
+    SELECT * FROM unnest($19::bytea[], $20::bytea[], $21::int4[])
+)
+UPDATE log_head SET size = $22 WHERE one";
+
+/// The new leaves with their content, full-text documents and value keys, the Merkle nodes,
+/// the edges and the log's new size, in one statement ([`ROWS`]).
+fn rows(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
     let es = &batch.entries;
     let idx: Vec<i64> = es
         .iter()
@@ -64,21 +104,87 @@ fn entries(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
     let kinds: Vec<&str> = es.iter().map(|e| e.kind.as_str()).collect();
     let labels: Vec<&str> = es.iter().map(|e| e.label.as_str()).collect();
     let contents: Vec<&[u8]> = es.iter().map(|e| e.content.as_slice()).collect();
+    let docs = Documents::of(batch)?;
+    let (value_keys, value_idx) = values(batch)?;
+    let (node_levels, node_idx, node_hashes) = nodes(batch)?;
+    let (parents, children, weights) = edges(batch);
+    let size = to_i64(batch.first + es.len() as u64)?;
     conn.execute(
-        "INSERT INTO entries (idx, id, leaf, scope, writer, kind, label) \
-         SELECT * FROM unnest($1::int8[], $2::bytea[], $3::bytea[], $4::text[], $5::text[], \
-                              $6::text[], $7::text[])",
-        &[&idx, &ids, &leaves, &scopes, &writers, &kinds, &labels],
-    )?;
-    conn.execute(
-        "INSERT INTO content (idx, bytes) SELECT * FROM unnest($1::int8[], $2::bytea[])",
-        &[&idx, &contents],
+        ROWS,
+        &[
+            &idx,
+            &ids,
+            &leaves,
+            &scopes,
+            &writers,
+            &kinds,
+            &labels,
+            &contents,
+            &docs.idx,
+            &docs.scope,
+            &docs.len,
+            &docs.terms,
+            &docs.tfs,
+            &value_keys,
+            &value_idx,
+            &node_levels,
+            &node_idx,
+            &node_hashes,
+            &parents,
+            &children,
+            &weights,
+            &size,
+        ],
     )?;
     Ok(())
 }
 
+/// The full-text documents of a batch's new entries, as the columns of [`ROWS`]: each
+/// document's distinct terms joined by a space, and their frequencies likewise, split again by
+/// the server (a term is a run of alphanumeric characters: it holds no space).
+struct Documents<'b> {
+    idx: Vec<i64>,
+    scope: Vec<&'b str>,
+    len: Vec<i32>,
+    terms: Vec<String>,
+    tfs: Vec<String>,
+}
+
+impl<'b> Documents<'b> {
+    fn of(batch: &'b AppendBatch) -> Result<Documents<'b>, Error> {
+        let mut d = Documents {
+            idx: Vec::new(),
+            scope: Vec::new(),
+            len: Vec::new(),
+            terms: Vec::new(),
+            tfs: Vec::new(),
+        };
+        for e in &batch.entries {
+            let Some(text) = &e.search_text else {
+                continue;
+            };
+            // Counted before the transaction (`Backend::counts_terms`), else here.
+            let counted;
+            let c = match &e.terms {
+                Some(c) => c,
+                None => {
+                    counted = TermCounts::of(text);
+                    &counted
+                }
+            };
+            let (len, terms, tfs) = search::columns(c);
+            d.idx.push(to_i64(e.index)?);
+            d.scope.push(&e.scope);
+            d.len.push(len);
+            d.terms.push(terms);
+            d.tfs.push(tfs);
+        }
+        Ok(d)
+    }
+}
+
 /// The value-index rows of the new entries (issue 19).
-fn values(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
+fn values(batch: &AppendBatch) -> Result<(Vec<&[u8]>, Vec<i64>), Error> {
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut idx: Vec<i64> = Vec::new();
     for e in &batch.entries {
@@ -87,7 +193,7 @@ fn values(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
             idx.push(to_i64(e.index)?);
         }
     }
-    insert_values(conn, &keys, &idx)
+    Ok((keys, idx))
 }
 
 /// Inserts value-index rows (present ones are kept: the rows are a set).
@@ -103,56 +209,9 @@ pub(super) fn insert_values(conn: &mut Conn, keys: &[&[u8]], idx: &[i64]) -> Res
     Ok(())
 }
 
-/// The full-text documents of the new entries, and the live totals BM25 uses.
-fn search_documents(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
-    let mut doc_idx: Vec<i64> = Vec::new();
-    let mut doc_scope: Vec<&str> = Vec::new();
-    let mut doc_len: Vec<i32> = Vec::new();
-    let (mut term_idx, mut term, mut tf): (Vec<i64>, Vec<String>, Vec<i32>) =
-        (Vec::new(), Vec::new(), Vec::new());
-    for e in &batch.entries {
-        let Some(text) = &e.search_text else {
-            continue;
-        };
-        let idx = to_i64(e.index)?;
-        let doc = Document::of(text);
-        doc_idx.push(idx);
-        doc_scope.push(&e.scope);
-        doc_len.push(doc.len);
-        for (t, n) in doc.terms {
-            term_idx.push(idx);
-            term.push(t);
-            tf.push(n);
-        }
-    }
-    if doc_idx.is_empty() {
-        return Ok(());
-    }
-    conn.execute(
-        "WITH ins AS (
-             INSERT INTO search (idx, scope, len, terms, tfs)
-             SELECT d.idx, d.scope, d.len, COALESCE(t.terms, '{}'), COALESCE(t.tfs, '{}')
-             FROM unnest($1::int8[], $2::text[], $3::int4[]) AS d(idx, scope, len)
-             LEFT JOIN (
-                 SELECT x.idx, array_agg(x.term ORDER BY x.n) AS terms,
-                        array_agg(x.tf ORDER BY x.n) AS tfs
-                 FROM unnest($4::int8[], $5::text[], $6::int4[]) WITH ORDINALITY AS x(idx, term, tf, n)
-                 GROUP BY x.idx
-             ) t ON t.idx = d.idx
-             RETURNING len
-         )
-         UPDATE search_stats SET docs = docs + (SELECT count(*) FROM ins),
-                                 length = length + (SELECT COALESCE(sum(len), 0) FROM ins)
-         WHERE one",
-        &[&doc_idx, &doc_scope, &doc_len, &term_idx, &term, &tf],
-    )?;
-    Ok(())
-}
+type NodeColumns<'b> = (Vec<i16>, Vec<i64>, Vec<&'b [u8]>);
 
-fn nodes(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
-    if batch.nodes.is_empty() {
-        return Ok(());
-    }
+fn nodes(batch: &AppendBatch) -> Result<NodeColumns<'_>, Error> {
     let levels: Vec<i16> = batch
         .nodes
         .iter()
@@ -164,18 +223,12 @@ fn nodes(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
         .map(|(n, _)| to_i64(n.index))
         .collect::<Result<_, _>>()?;
     let hashes: Vec<&[u8]> = batch.nodes.iter().map(|(_, h)| h.0.as_slice()).collect();
-    conn.execute(
-        "INSERT INTO nodes (level, idx, hash) \
-         SELECT * FROM unnest($1::int2[], $2::int8[], $3::bytea[])",
-        &[&levels, &idx, &hashes],
-    )?;
-    Ok(())
+    Ok((levels, idx, hashes))
 }
 
-fn edges(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
-    if batch.edges.is_empty() {
-        return Ok(());
-    }
+type EdgeColumns<'b> = (Vec<&'b [u8]>, Vec<&'b [u8]>, Vec<i32>);
+
+fn edges(batch: &AppendBatch) -> EdgeColumns<'_> {
     let parents: Vec<&[u8]> = batch
         .edges
         .iter()
@@ -191,12 +244,7 @@ fn edges(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
         .iter()
         .map(|e| i32::from(e.weight.bp()))
         .collect();
-    conn.execute(
-        "INSERT INTO edges (parent, child, weight) \
-         SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::int4[]) ON CONFLICT DO NOTHING",
-        &[&parents, &children, &weights],
-    )?;
-    Ok(())
+    (parents, children, weights)
 }
 
 /// The last value for each key, in the order keys first appeared (a multi-row upsert may not

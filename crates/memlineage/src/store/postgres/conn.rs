@@ -7,7 +7,7 @@
 
 use crate::error::Error;
 use postgres::types::ToSql;
-use postgres::{Client, Config, NoTls, Row, Statement};
+use postgres::{Client, Config, NoTls, Row, SimpleQueryMessage, SimpleQueryRow, Statement};
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::Mutex;
@@ -78,6 +78,21 @@ impl Conn {
     /// Runs statements without parameters (transaction control, schema changes).
     pub(super) fn batch(&mut self, sql: &str) -> Result<(), Error> {
         Ok(self.client.batch_execute(sql)?)
+    }
+
+    /// The rows of statements without parameters sent in one message (the simple query
+    /// protocol: one round trip for all of them; under READ COMMITTED each statement still
+    /// takes its own snapshot), as text.
+    pub(super) fn simple_rows(&mut self, sql: &str) -> Result<Vec<SimpleQueryRow>, Error> {
+        Ok(self
+            .client
+            .simple_query(sql)?
+            .into_iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(r) => Some(r),
+                _ => None,
+            })
+            .collect())
     }
 
     /// Whether the connection is known to be closed.
@@ -169,4 +184,16 @@ impl Drop for Pooled<'_> {
             self.pool.put(c);
         }
     }
+}
+
+/// The SQLSTATE of the server's error, when `e` is one.
+pub(super) fn sqlstate(e: &Error) -> Option<&str> {
+    let Error::Storage(s) = e else {
+        return None;
+    };
+    s.source
+        .as_ref()
+        .and_then(|src| src.downcast_ref::<postgres::Error>())
+        .and_then(postgres::Error::code)
+        .map(|c| c.code())
 }

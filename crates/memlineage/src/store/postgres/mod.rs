@@ -9,6 +9,12 @@
 //! statement sees every append committed before the lock was granted). Indices stay dense;
 //! nothing interleaves.
 //!
+//! **The log head is held briefly.** What does not depend on the position (signatures, leaf
+//! encodings, leaf hashes, value keys) is computed before the lock (`memory/stage.rs`); the
+//! lock and the size are one round trip, the rows one statement (`append.rs`), then the
+//! commit. The full-text index's pending list is merged after the commit, in the background
+//! (`pending.rs`), not by an insert that holds the lock.
+//!
 //! **Durability.** The commit returns after PostgreSQL flushed its WAL record
 //! (`synchronous_commit = on` is set on every connection whose server default is weaker), so
 //! an acknowledged append survives a crash of the writer, of the server and of the machine. A
@@ -17,14 +23,16 @@
 //! **Failures.** An error before the commit rolls back everything. A connection lost before
 //! the commit (a server restart) is retried on a new connection for up to [`RETRY_FOR`],
 //! running the guard again; a connection lost *during* the commit leaves its outcome unknown
-//! to the client, so the store looks the batch's first entry up on a new connection and
-//! reports what happened: committed (success) or not (a retryable error), never a guess.
+//! to the client, so the store looks the batch's first entry up on a new connection, holding
+//! the log head (the lost transaction has then ended): committed (success) or not (appended
+//! again, within [`RETRY_FOR`]; then a retryable error), never a guess.
 //!
 //! **Reads** take a pooled connection each (`conn.rs`); a snapshot is one `REPEATABLE READ,
 //! READ ONLY` transaction. Full-text search is BM25 in SQL (`search.rs`).
 
 mod append;
 mod conn;
+mod pending;
 mod read;
 mod schema;
 mod search;
@@ -44,9 +52,11 @@ use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
 use read::Reader;
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+pub use pending::MERGE_EVERY as PENDING_MERGE_EVERY;
 pub use schema::SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION;
 
 /// How long an operation keeps retrying after the server became unreachable or aborted the
@@ -58,7 +68,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The PostgreSQL store.
 pub struct PostgresStore {
-    pool: Pool,
+    pool: Arc<Pool>,
     /// Where the store is, without the password.
     shown: String,
     /// Write transactions this value has committed.
@@ -66,6 +76,8 @@ pub struct PostgresStore {
     /// Opened with [`OpenMode::ReadOnly`]: every session is `default_transaction_read_only`,
     /// the schema is never migrated, and both writes are refused.
     read_only: bool,
+    /// The full-text index's pending list, merged after appends (`pending.rs`).
+    merge: pending::PendingMerge,
 }
 
 impl PostgresStore {
@@ -96,12 +108,13 @@ impl PostgresStore {
             };
             config.options(&options);
         }
-        let pool = Pool::new(config);
+        let pool = Arc::new(Pool::new(config));
         let store = PostgresStore {
             pool,
             shown,
             commits: AtomicU64::new(0),
             read_only,
+            merge: pending::PendingMerge::default(),
         };
         store.prepare(mode)?;
         Ok(store)
@@ -198,28 +211,36 @@ impl PostgresStore {
         }
     }
 
-    /// One append attempt on `conn`.
-    fn try_append(&self, conn: &mut Conn, guard: &mut AppendGuard<'_>) -> Result<u64, Attempt> {
-        let before = |e: Error| Attempt::Before(e);
-        conn.batch("BEGIN ISOLATION LEVEL READ COMMITTED")
-            .map_err(before)?;
-        let body = (|| -> Result<(u64, Option<(EntryId, u64)>), Error> {
-            // The lock first: every later statement sees the appends committed before it.
-            conn.query_opt("SELECT size FROM log_head WHERE one FOR UPDATE", &[])?
-                .ok_or_else(|| {
-                    Error::from(StoreState::NotInitialised {
-                        missing: "the log_head row".into(),
-                    })
-                })?;
-            let (first, batch) = {
-                let reader = Reader::new(conn);
-                let first = reader.size()?;
-                (first, guard.run(&reader, first)?)
-            };
+    /// One append attempt on `conn`: the first entry's index and the number of full-text
+    /// documents appended.
+    fn try_append(
+        &self,
+        conn: &mut Conn,
+        guard: &mut AppendGuard<'_>,
+    ) -> Result<(u64, u64), Attempt> {
+        let body = (|| -> Result<Written, Error> {
+            // The lock first, then the size: the second statement takes its snapshot once the
+            // lock is granted, so it sees every append committed before. One round trip.
+            let rows = conn.simple_rows(LOCK_HEAD)?;
+            let first = head_size(&rows)?;
+            let batch = guard.run(&Reader::new(conn), first)?;
             append::write(conn, &batch, guard)?;
-            Ok((first, batch.entries.first().map(|e| (e.id, e.index))))
+            let documents = batch
+                .entries
+                .iter()
+                .filter(|e| e.search_text.is_some())
+                .count();
+            Ok(Written {
+                first,
+                marker: batch.entries.first().map(|e| (e.id, e.index)),
+                documents: documents as u64,
+            })
         })();
-        let (first, marker) = match body {
+        let Written {
+            first,
+            marker,
+            documents,
+        } = match body {
             Ok(v) => v,
             Err(e) => {
                 let _ = conn.batch("ROLLBACK");
@@ -227,39 +248,70 @@ impl PostgresStore {
             }
         };
         match conn.batch("COMMIT") {
-            Ok(()) => Ok(first),
+            Ok(()) => Ok((first, documents)),
             // The server answered: it did not commit.
             Err(e) if !conn.is_closed() => Err(Attempt::Before(e)),
             Err(e) => Err(Attempt::InDoubt(Box::new(InDoubt { first, marker, e }))),
         }
     }
 
-    /// Whether an append whose commit got no answer was committed: its first entry is in the
-    /// log at the index the transaction fixed.
-    fn resolve(&self, first: u64, marker: Option<(EntryId, u64)>, e: Error) -> Result<u64, Error> {
-        let Some((id, index)) = marker else {
-            return Err(Error::Storage(StorageError {
-                message: format!(
-                    "the connection to {} was lost while committing an append without entries; it may or may not have been applied: {e}",
-                    self.shown
-                ),
-                retryable: false,
-                ..StorageError::new("postgres", "")
-            }));
-        };
-        let found = self.with(|c| Reader::new(c).labels_by_id(&id))?;
-        match found {
-            Some(l) if l.index == index => Ok(first),
-            _ => Err(Error::Storage(StorageError {
-                message: format!(
-                    "the connection to {} was lost while committing; the append was not applied: {e}",
-                    self.shown
-                ),
-                retryable: true,
-                ..StorageError::new("postgres", "")
-            })),
-        }
+    /// Whether an append whose commit got no answer was committed: its first entry `id` is in
+    /// the log at the `index` the transaction fixed. The lookup takes the log head first: the
+    /// lost transaction held it until it ended, so once it is granted the outcome is final (a
+    /// transaction still running on the server — a partition rather than a crash — is waited
+    /// for, never guessed), and an append found not applied can be made again.
+    fn resolve(&self, (id, index): (EntryId, u64)) -> Result<bool, Error> {
+        let found = self.with(|c| {
+            let looked = c
+                .simple_rows(LOCK_HEAD)
+                .and_then(|_| Reader::new(c).labels_by_id(&id));
+            let _ = c.batch("ROLLBACK");
+            looked
+        })?;
+        Ok(matches!(found, Some(l) if l.index == index))
     }
+
+    /// The error of an append whose commit got no answer and that was not applied.
+    fn not_applied(&self, e: Error) -> Error {
+        Error::Storage(StorageError {
+            message: format!(
+                "the connection to {} was lost while committing; the append was not applied: {e}",
+                self.shown
+            ),
+            retryable: true,
+            ..StorageError::new("postgres", "")
+        })
+    }
+}
+
+/// Begins an append: the transaction, the lock on the log head (every append takes it first:
+/// one total order), then the log's size as of the lock (READ COMMITTED: a new snapshot per
+/// statement).
+const LOCK_HEAD: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
+     SELECT size FROM log_head WHERE one FOR UPDATE; \
+     SELECT COALESCE(max(idx) + 1, 0) FROM entries";
+
+/// The log's size from the rows of [`LOCK_HEAD`]: its lock row, then the size.
+fn head_size(rows: &[postgres::SimpleQueryRow]) -> Result<u64, Error> {
+    let [_lock, size] = rows else {
+        return Err(StoreState::NotInitialised {
+            missing: "the log_head row".into(),
+        }
+        .into());
+    };
+    let text = size.try_get(0)?.unwrap_or("0");
+    text.parse::<u64>()
+        .map_err(|e| Error::internal(format!("the log's size {text:?}: {e}")))
+}
+
+/// What an append attempt wrote, before its commit.
+struct Written {
+    /// The index of its first entry.
+    first: u64,
+    /// The first entry's id and index, to look up when the commit gets no answer.
+    marker: Option<(EntryId, u64)>,
+    /// Full-text documents appended.
+    documents: u64,
 }
 
 /// How an append attempt failed.
@@ -411,8 +463,10 @@ impl Backend for PostgresStore {
                 Err(e) => return Err(e),
             };
             match self.try_append(&mut conn, guard) {
-                Ok(first) => {
+                Ok((first, documents)) => {
                     self.committed();
+                    drop(conn);
+                    self.merge.appended(&self.pool, documents);
                     return Ok(first);
                 }
                 Err(Attempt::Before(e)) => {
@@ -432,9 +486,26 @@ impl Backend for PostgresStore {
                     conn.discard();
                     drop(conn);
                     self.pool.clear();
-                    let first = self.resolve(first, marker, e)?;
-                    self.committed();
-                    return Ok(first);
+                    let Some(marker) = marker else {
+                        return Err(Error::Storage(StorageError {
+                            message: format!(
+                                "the connection to {} was lost while committing an append without entries; it may or may not have been applied: {e}",
+                                self.shown
+                            ),
+                            retryable: false,
+                            ..StorageError::new("postgres", "")
+                        }));
+                    };
+                    if self.resolve(marker)? {
+                        self.committed();
+                        return Ok(first);
+                    }
+                    // Certainly not applied: append again, as after any retryable failure.
+                    if started.elapsed() >= RETRY_FOR {
+                        return Err(self.not_applied(e));
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
                 }
             }
         }
@@ -488,6 +559,10 @@ impl Backend for PostgresStore {
         })?;
         self.committed();
         Ok(())
+    }
+
+    fn counts_terms(&self) -> bool {
+        true
     }
 
     fn commits(&self) -> Option<u64> {

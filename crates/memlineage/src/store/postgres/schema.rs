@@ -7,7 +7,7 @@
 //! version row, is rolled back, and it reads the version again). A store whose version is newer
 //! than this build's is refused, never written to.
 
-use super::conn::Conn;
+use super::conn::{Conn, sqlstate};
 use crate::error::{Error, StoreState};
 
 /// One step of the schema.
@@ -215,16 +215,7 @@ fn step(conn: &mut Conn) -> Result<Option<u32>, Error> {
 }
 
 fn lost_race(e: &Error) -> bool {
-    let Error::Storage(s) = e else {
-        return false;
-    };
-    let code = s
-        .source
-        .as_ref()
-        .and_then(|src| src.downcast_ref::<postgres::Error>())
-        .and_then(postgres::Error::code)
-        .map(|c| c.code());
-    code.is_some_and(|c| RACE.contains(&c))
+    sqlstate(e).is_some_and(|c| RACE.contains(&c))
 }
 
 #[cfg(test)]

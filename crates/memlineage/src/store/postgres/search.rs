@@ -15,37 +15,27 @@
 use super::conn::Conn;
 use super::read::{index_from, to_i64};
 use crate::error::Error;
-use crate::store::text::{SearchTerms, tokens};
-use std::collections::BTreeMap;
+use crate::store::text::{SearchTerms, TermCounts};
 
 /// The longest lexeme PostgreSQL accepts, in bytes (`MAXSTRLEN` − 1 in `ts_type.h`).
 pub(super) const MAX_LEXEME: usize = 2046;
 
-/// A document as the `search` table stores it.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct Document {
-    /// Tokens in the text (every token, indexed or not).
-    pub(super) len: i32,
-    /// Distinct indexable terms with their frequencies, sorted by term.
-    pub(super) terms: Vec<(String, i32)>,
-}
-
-impl Document {
-    pub(super) fn of(text: &str) -> Document {
-        let mut counts: BTreeMap<String, i32> = BTreeMap::new();
-        let mut len: i32 = 0;
-        for t in tokens(text) {
-            len = len.saturating_add(1);
-            if t.len() <= MAX_LEXEME {
-                let n = counts.entry(t).or_insert(0);
-                *n = n.saturating_add(1);
-            }
+/// The `search` columns of a counted document as the append sends them: its length in tokens
+/// (every token, indexed or not), its indexable terms joined by a space, and their frequencies
+/// likewise, for the server to split with `string_to_array` (a term holds no space:
+/// `store::text::tokens`).
+pub(super) fn columns(c: &TermCounts) -> (i32, String, String) {
+    let mut terms = String::new();
+    let mut tfs = String::new();
+    for (t, n) in c.terms.iter().filter(|(t, _)| t.len() <= MAX_LEXEME) {
+        if !terms.is_empty() {
+            terms.push(' ');
+            tfs.push(' ');
         }
-        Document {
-            len,
-            terms: counts.into_iter().collect(),
-        }
+        terms.push_str(t);
+        tfs.push_str(&n.to_string());
     }
+    (i32::try_from(c.tokens).unwrap_or(i32::MAX), terms, tfs)
 }
 
 /// A lexeme quoted for `tsquery` input: no operator, space or quote inside it is parsed.
@@ -130,18 +120,15 @@ mod tests {
     #[test]
     fn documents_count_every_token_and_index_the_short_ones() {
         let long = "x".repeat(MAX_LEXEME + 1);
-        let d = Document::of(&format!("Rent is due, rent! {long} é"));
-        assert_eq!(d.len, 6);
+        let c = TermCounts::of(&format!("Rent is due, rent! {long} é"));
         assert_eq!(
-            d.terms,
-            [
-                ("due".to_string(), 1),
-                ("is".to_string(), 1),
-                ("rent".to_string(), 2),
-                ("é".to_string(), 1)
-            ]
+            columns(&c),
+            (6, "due is rent é".to_string(), "1 1 2 1".to_string())
         );
-        assert_eq!(Document::of("").len, 0);
+        assert_eq!(
+            columns(&TermCounts::of("")),
+            (0, String::new(), String::new())
+        );
     }
 
     #[test]

@@ -1,0 +1,106 @@
+//! Merging the full-text index's pending list outside the log head.
+//!
+//! The GIN index over the documents' terms (`search_terms`) takes new documents into its
+//! *pending list* (`fastupdate`, PostgreSQL's default): an append adds each document's
+//! entries there cheaply, and the list is merged into the main index in bulk — by VACUUM, by
+//! `gin_clean_pending_list`, or, once the list outgrows `gin_pending_list_limit` (4 MB by
+//! default), by the very insert that found it full (PostgreSQL documentation, "GIN Fast
+//! Update Technique"). That insert runs inside an append, which holds the log head: one append
+//! in about fifteen of 256 entries took 170 ms instead of 20 ms, and every other writer waited
+//! for it (`docs/performance.md`, "PostgreSQL beside SQLite").
+//!
+//! So each store value merges the list itself, after its appends have committed — on a
+//! connection of its own, in a background thread, holding no lock an append needs — once
+//! [`MERGE_EVERY`] documents were appended through it since its last merge. The list then stays
+//! well below the limit and the insert inside an append no longer finds it full. Nothing
+//! changes in what is indexed or found: pending entries are searched like merged ones, and a
+//! merge interrupted by a crash is redone by the next one (it is WAL-logged).
+//!
+//! `gin_clean_pending_list` is allowed to the index's owner only. A writer connected as another
+//! role gets `42501` once, says so in the log, and stops trying: the server then merges as
+//! before (inside an append, or by autovacuum).
+
+use super::conn::{Pool, sqlstate};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// How many documents are appended through one store value between two merges: for the
+/// benchmark's entries of ~180 bytes, about half the default limit of pending entries, so that
+/// the list is merged here, not by an insert inside an append. A merge costs less per document
+/// the more it merges (each term's posting list is rewritten once per merge): with four
+/// writers, merging every 3072 documents took the server 44–47 µs of CPU per entry against
+/// 49–53 µs every 1024 (`docs/performance.md`).
+pub const MERGE_EVERY: u64 = 3072;
+
+/// The statement that merges the list.
+const MERGE: &str = "SELECT gin_clean_pending_list('search_terms'::regclass)";
+
+/// SQLSTATE `insufficient_privilege`: the role does not own the index.
+const NOT_OWNER: &str = "42501";
+
+/// The merge state of one store value.
+#[derive(Default)]
+pub(super) struct PendingMerge {
+    /// Documents appended since the last merge began.
+    appended: AtomicU64,
+    /// A merge is running.
+    running: Arc<AtomicBool>,
+    /// The role may not merge (not the index's owner): never try again.
+    refused: Arc<AtomicBool>,
+}
+
+impl PendingMerge {
+    /// Notes `documents` appended and committed; starts a merge in the background when enough
+    /// were and none is running. Returns whether it started one.
+    pub(super) fn appended(&self, pool: &Arc<Pool>, documents: u64) -> bool {
+        if documents == 0 || self.refused.load(Ordering::Relaxed) {
+            return false;
+        }
+        let total = self.appended.fetch_add(documents, Ordering::Relaxed) + documents;
+        if total < MERGE_EVERY || self.running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.appended.store(0, Ordering::Relaxed);
+        let (pool, running, refused) = (
+            Arc::clone(pool),
+            Arc::clone(&self.running),
+            Arc::clone(&self.refused),
+        );
+        let spawned = std::thread::Builder::new()
+            .name("memlineage-pg-merge".into())
+            .spawn(move || {
+                merge(&pool, &refused);
+                running.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.running.store(false, Ordering::Release);
+            return false;
+        }
+        true
+    }
+}
+
+/// Merges the pending list once. Failures are left to the next merge (a server restarting, a
+/// lost connection) or, for a role that may not merge, end the merging.
+fn merge(pool: &Pool, refused: &AtomicBool) {
+    let outcome = pool.get().and_then(|mut conn| {
+        let r = conn.query(MERGE, &[]);
+        if r.is_err() && !conn.is_closed() {
+            // The statement ran outside a transaction block; nothing to roll back, but a
+            // connection whose state is unknown is not returned.
+            conn.discard();
+        }
+        r
+    });
+    if let Err(e) = outcome {
+        if sqlstate(&e) == Some(NOT_OWNER) {
+            refused.store(true, Ordering::Relaxed);
+            tracing::warn!(
+                "this role does not own the full-text index `search_terms`, so its pending list \
+                 is merged by PostgreSQL inside appends (slower) instead of in the background: {e}"
+            );
+        } else {
+            tracing::debug!("merging the full-text index's pending list failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The PostgreSQL append path (`docs/store.md`, "The PostgreSQL store"; `store/postgres/`):
+//!
+//! - the rows of a batch are one statement: when it fails part way (here a row that a store
+//!   edited behind the program's back already holds), nothing of the batch is written — no
+//!   entry, content, document, value key, node or edge, the search totals and the log head's
+//!   size unchanged — and the same batch lands once the obstacle is gone;
+//! - the full-text index's pending list is merged after appends, in the background, by the
+//!   role that owns the index; a role that may not merge still appends (the server merges).
+
+mod common;
+
+use common::{p, setup_with};
+use memlineage::store::PENDING_MERGE_EVERY;
+use memlineage::{Memory, OpenMode, StoreLocation, WriteRequest};
+use memlineage_core::entry::{EntryKind, Parent, Scope};
+use memlineage_core::label::Weight;
+use memlineage_core::{AttributionName, EntryId};
+use std::time::{Duration, Instant};
+
+/// `n` entries whose texts carry `tag`, an amount and an e-mail address (value keys), each
+/// but the first derived from the one before (edges).
+fn batch(tag: &str, n: usize, parent: Option<EntryId>) -> Vec<WriteRequest> {
+    (0..n)
+        .map(|i| {
+            let text = format!(
+                "{tag} note {i}: pay 12.{i:02} EUR to billing{i}@example.com about the vault"
+            );
+            let req = WriteRequest::new(&p("agent"), EntryKind::Observation, text);
+            match parent {
+                Some(id) if i == 0 => req.with_parents(
+                    vec![Parent {
+                        id,
+                        weight: Weight::ONE,
+                    }],
+                    AttributionName::EXPLICIT,
+                ),
+                _ => req,
+            }
+        })
+        .collect()
+}
+
+/// Row counts of every table an append writes, the search totals and the log head's size.
+fn counts(db: &mut postgres::Client) -> Vec<i64> {
+    let row = db
+        .query_one(
+            "SELECT (SELECT count(*) FROM entries), (SELECT count(*) FROM content), \
+                    (SELECT count(*) FROM search), (SELECT count(*) FROM value_keys), \
+                    (SELECT count(*) FROM nodes), (SELECT count(*) FROM edges), \
+                    (SELECT docs FROM search_stats), (SELECT length FROM search_stats), \
+                    (SELECT size FROM log_head)",
+            &[],
+        )
+        .unwrap();
+    (0..9).map(|i| row.get(i)).collect()
+}
+
+fn connect(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
+#[test]
+fn a_batch_whose_rows_statement_fails_leaves_nothing_half_written() {
+    let Some(cluster) = memlineage_pgtest::shared() else {
+        return;
+    };
+    let url = cluster.database();
+    let mem = setup_with(
+        StoreLocation::Postgres(url.clone())
+            .open(OpenMode::Create)
+            .unwrap(),
+    );
+    let first = mem.write_batch(batch("alpha", 8, None)).unwrap();
+    let mut db = connect(&url);
+    let before = counts(&mut db);
+    let size = mem.size().unwrap();
+    // A leaf-hash row for the next index, planted behind the program's back: the batch's own
+    // node row for it conflicts inside the one statement, after other tables' rows went in.
+    let planted = i64::try_from(size).unwrap();
+    db.execute(
+        "INSERT INTO nodes (level, idx, hash) VALUES (0, $1, $2)",
+        &[&planted, &vec![7u8; 32]],
+    )
+    .unwrap();
+    let err = mem
+        .write_batch(batch("beta", 300, Some(first[7].id)))
+        .unwrap_err();
+    assert!(err.to_string().contains("nodes"), "{err}");
+    db.execute(
+        "DELETE FROM nodes WHERE level = 0 AND idx = $1",
+        &[&planted],
+    )
+    .unwrap();
+    assert_eq!(counts(&mut db), before, "nothing of the failed batch");
+    assert!(
+        mem.search("beta", &Scope::default(), 5)
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+    // The same batch lands, once, at the end.
+    let written = mem
+        .write_batch(batch("beta", 300, Some(first[7].id)))
+        .unwrap();
+    assert_eq!(written[0].index, size);
+    let after = counts(&mut db);
+    assert_eq!(after[0] - before[0], 300, "entries");
+    assert_eq!(after[5] - before[5], 1, "edges");
+    assert!(
+        after[3] - before[3] >= 600,
+        "value keys: {after:?} {before:?}"
+    );
+    assert_eq!(after[8], i64::try_from(size).unwrap() + 300, "log head");
+    let hits = mem.search("beta", &Scope::default(), 5).unwrap();
+    assert_eq!(hits.entries.len(), 5);
+    mem.checkpoint().unwrap();
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}
+
+/// Entries in the full-text index's pending list (`pgstattuple`'s `pgstatginindex`).
+fn pending(db: &mut postgres::Client) -> i64 {
+    db.query_one(
+        "SELECT pending_tuples FROM pgstatginindex('search_terms'::regclass)",
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
+
+/// A store in a fresh database whose `search` table autovacuum leaves alone (so that only the
+/// store merges the pending list), with `pgstattuple` to look at the index.
+fn store_without_autovacuum(cluster: &memlineage_pgtest::Cluster) -> String {
+    let url = cluster.database();
+    drop(
+        StoreLocation::Postgres(url.clone())
+            .open(OpenMode::Create)
+            .unwrap(),
+    );
+    let mut db = connect(&url);
+    db.batch_execute(
+        "CREATE EXTENSION IF NOT EXISTS pgstattuple; \
+         ALTER TABLE search SET (autovacuum_enabled = off)",
+    )
+    .unwrap();
+    url
+}
+
+/// Writes the number of documents after which a store value merges.
+fn write_until_a_merge(mem: &Memory) {
+    let rounds = PENDING_MERGE_EVERY.div_ceil(256);
+    for round in 0..rounds {
+        mem.write_batch(batch(&format!("round{round}"), 256, None))
+            .unwrap();
+    }
+}
+
+#[test]
+fn the_pending_list_is_merged_after_appends() {
+    let Some(cluster) = memlineage_pgtest::shared() else {
+        return;
+    };
+    let url = store_without_autovacuum(cluster);
+    let mem = setup_with(
+        StoreLocation::Postgres(url.clone())
+            .open(OpenMode::Existing)
+            .unwrap(),
+    );
+    let mut db = connect(&url);
+    write_until_a_merge(&mem);
+    // The merge runs in the background: wait for it (the list held PENDING_MERGE_EVERY
+    // documents, below the server's own 4 MB limit, so nothing else merges it).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pending(&mut db) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the pending list still holds {} documents",
+            pending(&mut db)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Merged entries are found as before.
+    let hits = mem.search("round0", &Scope::default(), 300).unwrap();
+    assert_eq!(hits.entries.len(), 256);
+}
+
+#[test]
+fn a_role_that_may_not_merge_still_appends() {
+    let Some(cluster) = memlineage_pgtest::shared() else {
+        return;
+    };
+    let url = store_without_autovacuum(cluster);
+    let role = format!("writer_{}", std::process::id());
+    let mut db = connect(&url);
+    db.batch_execute(&format!(
+        "CREATE ROLE {role} LOGIN; GRANT CREATE ON SCHEMA public TO {role}; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
+    ))
+    .unwrap();
+    let as_writer = url.replacen("postgres@", &format!("{role}@"), 1);
+    let mem = setup_with(
+        StoreLocation::Postgres(as_writer)
+            .open(OpenMode::Existing)
+            .unwrap(),
+    );
+    write_until_a_merge(&mem);
+    mem.write_batch(batch("after", 256, None)).unwrap();
+    // The merge was refused (the role does not own the index): the documents wait in the list.
+    std::thread::sleep(Duration::from_millis(500));
+    let written = i64::try_from(PENDING_MERGE_EVERY.div_ceil(256) * 256 + 256).unwrap();
+    assert!(pending(&mut db) >= written);
+    let hits = mem.search("after", &Scope::default(), 300).unwrap();
+    assert_eq!(hits.entries.len(), 256);
+    mem.checkpoint().unwrap();
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}
