@@ -237,7 +237,10 @@ pub(crate) fn normalise(u: &str) -> Option<String> {
             None => return None,
         }
     } else {
+        // A host outside brackets holds no `:` (else its normal form, with an empty port
+        // dropped, would read back as another host and port: `a://1:2x:/` → `a://1:2x`).
         match hostport.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => return None,
             Some((h, p)) => (h, Some(p)),
             None => (hostport, None),
         }
@@ -374,9 +377,29 @@ mod tests {
             "1ttp://x",
             "https://x:y/",
             "https://a b",
+            "a://10:30https://x.org/a/",
+            "https://a:b:80/",
         ] {
             assert_eq!(normalise(bad), None, "{bad}");
         }
+    }
+
+    /// A normal form normalises to itself (found by the property test of extraction: a host
+    /// holding a `:` lost its empty port and read back as another host and port).
+    #[test]
+    fn normal_forms_are_fixed_points() {
+        for u in [
+            "https://Example.COM:443/a/",
+            "a://h:/x",
+            "https://u@[::1]:8080/p?q#f",
+            "x://host//double//slash/",
+        ] {
+            let once = normalise(u).expect(u);
+            assert_eq!(normalise(&once).as_deref(), Some(once.as_str()), "{u}");
+        }
+        let mut v = Vec::new();
+        extract("a://10:30https://x.org/a/", &mut v);
+        assert_eq!(v, ["https://x.org/a"]);
     }
 
     #[test]
