@@ -218,8 +218,9 @@ impl Memory {
             .signatures
             .start(signature_items(&decoded, &registry, &self.verified));
         let store_rule = self.store_rule();
-        // The checkpoint the proofs anchor to; refreshed when this process holds the operator
-        // key and entries were written since the last one (unless the backend is read-only, or
+        // The checkpoint the proofs anchor to; refreshed when this process can sign as the
+        // operator (a key file, or the external signer holds its key) and entries were
+        // written since the last one (unless the backend is read-only, or
         // a reader requires witnesses: a checkpoint signed here has no cosignature yet).
         let mut snap = snap;
         let mut checkpoint = self.signed_checkpoint_for(&*snap, &registry)?;
@@ -227,7 +228,7 @@ impl Memory {
             .iter()
             .any(|i| checkpoint.as_ref().is_none_or(|cp| *i >= cp.size));
         let may_sign = !self.backend.read_only() && self.required_witnesses().is_none();
-        if uncovered && may_sign && operator_of(&registry).is_ok_and(|op| self.keys.contains(&op)) {
+        if uncovered && may_sign && operator_of(&registry).is_ok_and(|op| self.can_sign(&op)) {
             // The checkpoint being replaced must still match the log, as before a refresh.
             if let Some(cp) = &checkpoint {
                 check_checkpoint_size(cp, snap.size()?)?;
