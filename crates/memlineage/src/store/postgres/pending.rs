@@ -6,7 +6,7 @@
 //! `gin_clean_pending_list`, or, once the list outgrows `gin_pending_list_limit` (4 MB by
 //! default), by the very insert that found it full (PostgreSQL documentation, "GIN Fast
 //! Update Technique"). That insert runs inside an append, which holds the log head: one append
-//! in about fifteen of 256 entries took 170 ms instead of 20 ms, and every other writer waited
+//! of 256 entries in about fifteen took 170 ms instead of 20 ms, and every other writer waited
 //! for it (`docs/performance.md`, "PostgreSQL beside SQLite").
 //!
 //! So each store value merges the list itself, after its appends have committed — on a
