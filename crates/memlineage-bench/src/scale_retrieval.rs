@@ -123,24 +123,23 @@ pub fn measure_retrieval(
         qi = (qi + 1) % queries.len();
         black_box(ix.top_k_within(&queries[qi], 8, CANDIDATE_WINDOW, accept));
     });
-    let lexical = measure(budget, || {
-        qi = (qi + 1) % queries.len();
+    // The lexical top-8 of query `qi`, verified and rendered by `by`.
+    let retrieve = |by: &Memory, qi: usize| {
         let found: Vec<u64> = ix
             .top_k_within(&queries[qi], 8, CANDIDATE_WINDOW, accept)
             .iter()
             .map(|h| h.doc)
             .collect();
-        black_box(mem.retrieve_indices(found, &scope).is_ok());
+        black_box(by.retrieve_indices(found, &scope).is_ok());
+    };
+    let lexical = measure(budget, || {
+        qi = (qi + 1) % queries.len();
+        retrieve(&mem, qi);
     });
     let cold_mem = Memory::open(SqliteStore::open(path)?)?.with_verified_cache(0);
     let cold = measure(budget, || {
         qi = (qi + 1) % queries.len();
-        let found: Vec<u64> = ix
-            .top_k_within(&queries[qi], 8, CANDIDATE_WINDOW, accept)
-            .iter()
-            .map(|h| h.doc)
-            .collect();
-        black_box(cold_mem.retrieve_indices(found, &scope).is_ok());
+        retrieve(&cold_mem, qi);
     });
     drop(cold_mem);
     let mut point = RetrievalPoint {
