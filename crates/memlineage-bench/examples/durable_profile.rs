@@ -2,8 +2,8 @@
 //! measures them, for a profiler (the store is generated and cached first if needed):
 //!
 //! ```text
-//! cargo build --release -p memlineage-bench --example durable_profile
-//! perf record --call-graph dwarf target/release/examples/durable_profile 1000000 40
+//! cargo build --profile profiling -p memlineage-bench --example durable_profile
+//! perf record --call-graph dwarf target/profiling/examples/durable_profile 1000000 40
 //! ```
 
 use memlineage_bench::{cached_store, default_cache_dir, fmt_ns, write_at};

@@ -1,5 +1,5 @@
 //! Runs the gate decision of the bench scenario in a loop, for a profiler:
-//! `perf record --call-graph dwarf target/release/examples/gate_profile 200000 [--prepared]`.
+//! `perf record --call-graph dwarf target/profiling/examples/gate_profile 200000 [--prepared]`.
 
 use memlineage_core::gate::{GateInput, PreparedContext, decide};
 use memlineage_core::label::Weight;

@@ -2,9 +2,9 @@
 //! for a profiler (the store is generated and cached first if needed):
 //!
 //! ```text
-//! cargo build --release -p memlineage-bench --example read_profile
-//! perf record --call-graph dwarf target/release/examples/read_profile search 4096 2000
-//! perf record --call-graph dwarf target/release/examples/read_profile inclusion 1000000 20000
+//! cargo build --profile profiling -p memlineage-bench --example read_profile
+//! perf record --call-graph dwarf target/profiling/examples/read_profile search 4096 2000
+//! perf record --call-graph dwarf target/profiling/examples/read_profile inclusion 1000000 20000
 //! ```
 //!
 //! Arguments: the operation, the store size (default 4096), the number of calls (default

@@ -2,8 +2,8 @@
 //! for a profiler:
 //!
 //! ```text
-//! cargo build --release -p memlineage-bench --example verify_profile
-//! perf record --call-graph dwarf target/release/examples/verify_profile 1000000
+//! cargo build --profile profiling -p memlineage-bench --example verify_profile
+//! perf record --call-graph dwarf target/profiling/examples/verify_profile 1000000
 //! ```
 
 use memlineage::{Memory, SqliteStore};

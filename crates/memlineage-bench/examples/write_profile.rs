@@ -1,8 +1,8 @@
 //! Runs `Memory::write` on the in-memory store many times, for a profiler:
 //!
 //! ```text
-//! cargo build --release -p memlineage-bench --example write_profile
-//! valgrind --tool=callgrind target/release/examples/write_profile 2000
+//! cargo build --profile profiling -p memlineage-bench --example write_profile
+//! valgrind --tool=callgrind target/profiling/examples/write_profile 2000
 //! ```
 
 fn main() {
