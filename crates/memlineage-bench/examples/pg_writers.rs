@@ -5,9 +5,19 @@
 //!
 //! ```text
 //! cargo run --release -p memlineage-bench --features postgres --example pg_writers -- \
-//!     [--writers 4] [--batch 256] [--batches 12] [--rounds 1] [--set name=value]... \
-//!     [--db-sql STATEMENT]... [--statements] [--explain LOG_COPY]
+//!     [--writers 4] [--batch 256] [--batches 12] [--rounds 1] [--rate ENTRIES_PER_S] \
+//!     [--set name=value]... [--db-sql STATEMENT]... [--statements] [--explain LOG_COPY]
 //! ```
+//!
+//! **Two ways to load the log.** Without `--rate`, each writer appends its batches back to
+//! back (a closed loop): the log runs saturated, and a batch's latency is mostly the time it
+//! queues behind the other writers' batches — by Little's law its mean is `writers × batch /
+//! throughput` (4 × 256 at 20,000 entries/s: 51 ms), whatever the store does. With `--rate R`
+//! the writers offer `R` entries/s between them (an open loop, as wrk2 and YCSB's target
+//! throughput do): writer `w` starts batch `i` at `T0 + (i + w / writers) × writers × batch /
+//! R`, and a batch's latency runs from that *scheduled* start to its commit, so a writer that
+//! falls behind is charged for the wait (no coordinated omission); `svc` is the time from the
+//! batch's actual start. That answers "how long does a commit take at 15,000 entries/s".
 //!
 //! A throwaway cluster is started (`memlineage-pgtest`: `fsync` and `synchronous_commit` on,
 //! plus its recommended settings) and a log initialised with 256 root entries (the parent
@@ -59,14 +69,18 @@ fn writer_on(url: &str) -> Res<Memory> {
     Ok(mem)
 }
 
-/// `--child URL POOL_FILE SEED BATCH BATCHES`: draft, say `ready`, wait for a line, append,
-/// print `lat NS` per batch and `span START_NS END_NS`.
+/// `--child URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS`: draft, say `ready`, wait
+/// for `go T0_NS`, append, print `lat NS SVC_NS` per batch and `span START_NS END_NS`. With an
+/// interval (not 0), batch `i` is scheduled at `T0 + OFFSET + i × INTERVAL` (wall clock, shared
+/// by the writers) and its latency counts from then; without, batches run back to back from
+/// `T0` and both figures are the batch's own time.
 fn child(args: &[String]) -> Res<()> {
-    let [url, pool_file, seed, batch, batches] = args else {
-        return Err("child: expected URL POOL_FILE SEED BATCH BATCHES".into());
+    let [url, pool_file, seed, batch, batches, interval, offset] = args else {
+        return Err("child: expected URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS".into());
     };
     let (seed, batch, batches): (u64, usize, usize) =
         (seed.parse()?, batch.parse()?, batches.parse()?);
+    let (interval, offset): (u128, u128) = (interval.parse()?, offset.parse()?);
     let pool: Vec<EntryId> = std::fs::read_to_string(pool_file)?
         .lines()
         .map(|l| l.parse())
@@ -88,18 +102,30 @@ fn child(args: &[String]) -> Res<()> {
     out.flush()?;
     let mut line = String::new();
     std::io::stdin().read_line(&mut line)?;
+    let t0: u128 = match line.trim().split_once(' ') {
+        Some(("go", t)) => t.parse()?,
+        _ => return Err(format!("child: expected `go T0_NS`, got {line:?}").into()),
+    };
+    wait_until(t0);
     let start = now_ns();
     let cpu_before = cpu_ticks("self");
     let mut lats = Vec::with_capacity(batches);
-    for reqs in all {
+    for (i, reqs) in all.into_iter().enumerate() {
+        let scheduled = if interval == 0 {
+            now_ns()
+        } else {
+            t0 + offset + i as u128 * interval
+        };
+        wait_until(scheduled);
         let t = Instant::now();
         mem.write_batch(reqs)?;
-        lats.push(t.elapsed().as_nanos());
+        let svc = t.elapsed().as_nanos();
+        lats.push((now_ns().saturating_sub(scheduled).max(svc), svc));
     }
     let end = now_ns();
     let cpu = cpu_ticks("self") - cpu_before;
-    for l in lats {
-        writeln!(out, "lat {l}")?;
+    for (l, svc) in lats {
+        writeln!(out, "lat {l} {svc}")?;
     }
     writeln!(out, "cpu {cpu}")?;
     writeln!(out, "span {start} {end}")?;
@@ -108,6 +134,15 @@ fn child(args: &[String]) -> Res<()> {
     // ends with it).
     std::io::stdin().read_line(&mut line)?;
     Ok(())
+}
+
+/// Sleeps until the wall clock reads `at_ns` (returns at once when it is past).
+fn wait_until(at_ns: u128) {
+    let now = now_ns();
+    if at_ns > now {
+        let ns = u64::try_from(at_ns - now).unwrap_or(u64::MAX);
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
 }
 
 /// User and system CPU time of process `pid` (`self` or a number), in clock ticks
@@ -163,6 +198,8 @@ struct Options {
     batch: usize,
     batches: usize,
     rounds: usize,
+    /// Entries per second offered by all writers together (open loop); `None`: back to back.
+    rate: Option<f64>,
     settings: Vec<(String, String)>,
     statements: bool,
     explain: Option<String>,
@@ -175,6 +212,7 @@ fn options(args: &[String]) -> Res<Options> {
         batch: 256,
         batches: 12,
         rounds: 1,
+        rate: None,
         settings: Vec::new(),
         statements: false,
         explain: None,
@@ -188,6 +226,13 @@ fn options(args: &[String]) -> Res<Options> {
             "--batch" => o.batch = value()?.parse()?,
             "--batches" => o.batches = value()?.parse()?,
             "--rounds" => o.rounds = value()?.parse()?,
+            "--rate" => {
+                let r: f64 = value()?.parse()?;
+                if !(r.is_finite() && r > 0.0) {
+                    return Err("--rate takes a positive number of entries per second".into());
+                }
+                o.rate = Some(r);
+            }
             "--set" => {
                 let v = value()?;
                 let (k, v) = v.split_once('=').ok_or("--set takes name=value")?;
@@ -251,10 +296,12 @@ fn parent(args: &[String]) -> Res<()> {
     }
     let before = mem.size()?;
     println!(
-        "{} writers x {} batches of {}; settings {:?} {:?}; load {}",
+        "{} writers x {} batches of {}{}; settings {:?} {:?}; load {}",
         o.writers,
         o.batches,
         o.batch,
+        o.rate
+            .map_or_else(String::new, |r| format!(", offered {r:.0} entries/s (open loop)")),
         o.settings,
         o.db_sql,
         load()
@@ -289,8 +336,14 @@ fn parent(args: &[String]) -> Res<()> {
 
 fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) -> Res<()> {
     let exe = std::env::current_exe()?;
+    // A writer's batches are `writers × batch / rate` apart, the writers spread evenly
+    // within that interval.
+    let interval = o
+        .rate
+        .map_or(0u128, |r| ((o.writers * o.batch) as f64 / r * 1e9) as u128);
     let mut children = Vec::new();
     for w in 0..o.writers {
+        let offset = interval * w as u128 / o.writers as u128;
         let seed = 100 + (round * o.writers + w) as u64;
         let mut c = Command::new(&exe)
             .arg("--child")
@@ -299,6 +352,8 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
             .arg(seed.to_string())
             .arg(o.batch.to_string())
             .arg(o.batches.to_string())
+            .arg(interval.to_string())
+            .arg(offset.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
@@ -312,12 +367,15 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
     }
     let mut admin = postgres::Client::connect(url, postgres::NoTls)?;
     let server_before = server_cpu(&mut admin)?;
+    // A start a little ahead, so that every writer has its `go` before it.
+    let t0 = now_ns() + 50_000_000;
     for (c, _) in &mut children {
         let stdin = c.stdin.as_mut().ok_or("child stdin")?;
-        writeln!(stdin, "go")?;
+        writeln!(stdin, "go {t0}")?;
         stdin.flush()?;
     }
-    let (mut lats, mut first, mut last, mut client_cpu) = (Vec::new(), u128::MAX, 0u128, 0i64);
+    let (mut lats, mut svcs, mut first, mut last, mut client_cpu) =
+        (Vec::new(), Vec::new(), u128::MAX, 0u128, 0i64);
     for (_, out) in &mut children {
         loop {
             let mut line = String::new();
@@ -326,7 +384,10 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
             }
             let f: Vec<&str> = line.trim().split(' ').collect();
             match f.as_slice() {
-                ["lat", ns] => lats.push(ns.parse::<u128>()?),
+                ["lat", ns, svc] => {
+                    lats.push(ns.parse::<u128>()?);
+                    svcs.push(svc.parse::<u128>()?);
+                }
                 ["cpu", t] => client_cpu += t.parse::<i64>()?,
                 ["span", s, e] => {
                     first = first.min(s.parse()?);
@@ -351,16 +412,27 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
         }
     }
     lats.sort_unstable();
-    let pct = |q: f64| {
-        let i = ((q * lats.len() as f64).ceil() as usize).clamp(1, lats.len()) - 1;
-        lats[i] as f64
+    svcs.sort_unstable();
+    let pct_of = |v: &[u128], q: f64| {
+        let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+        v[i] as f64
     };
+    let pct = |q: f64| pct_of(&lats, q);
     let entries = (o.writers * o.batches * o.batch) as f64;
     let secs = (last - first) as f64 / 1e9;
     // Clock ticks are 10 ms (USER_HZ 100).
     let per_entry = |ticks: i64| ticks as f64 * 1e7 / entries;
+    let svc = if o.rate.is_some() {
+        format!(
+            " (from the actual start: p50 {} p99 {})",
+            fmt_ns(pct_of(&svcs, 0.50)),
+            fmt_ns(pct_of(&svcs, 0.99))
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "round {round}: {:.0} entries/s ({} entries in {:.2} s), per batch p50 {} p99 {} max {} ({} batches); CPU per entry: writers {}, server {}; load {}",
+        "round {round}: {:.0} entries/s ({} entries in {:.2} s), per batch p50 {} p99 {} max {}{svc} ({} batches); CPU per entry: writers {}, server {}; load {}",
         entries / secs,
         entries,
         secs,

@@ -22,12 +22,15 @@ use std::sync::{Arc, Mutex};
 /// The memory handle type the service holds.
 pub type Mem = Memory;
 
-/// Opens the handle on the store at `location` and loads the keys of `keys`.
+/// Opens the handle on the store at `location` and loads the keys of `keys`. The service's
+/// handle lives as long as the process, so it keeps its own lexical index (built by the first
+/// search, caught up at each one after): search costs the same at 10^3 and 10^6 entries
+/// instead of ranking every match (`Memory::with_lexical_index`).
 pub fn open_handle(
     location: &StoreLocation,
     keys: &dyn KeyStore,
 ) -> Result<Mem, memlineage::Error> {
-    let mem = Memory::open_at(location)?;
+    let mem = Memory::open_at(location)?.with_lexical_index();
     keys.load_into(mem.keys())?;
     Ok(mem)
 }

@@ -83,7 +83,8 @@ pub struct GatewayArgs {
 pub fn run(c: McpCommand, ctx: &Ctx) -> Result<Outcome, CliError> {
     match c {
         McpCommand::Serve(a) => {
-            let mem = open(&ctx.paths)?;
+            // A long-lived handle: `recall` ranks with the handle's own lexical index.
+            let mem = open(&ctx.paths)?.with_lexical_index();
             let listen = a.listen.listen();
             memlineage_mcp::serve(
                 mem,

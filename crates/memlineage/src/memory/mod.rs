@@ -13,6 +13,7 @@ mod distrusted;
 mod effective;
 mod gate;
 mod label_cache;
+mod lexical;
 mod lineage;
 mod migrate;
 mod parent_labels;
@@ -122,6 +123,8 @@ pub struct Memory {
     /// The embedding model and vector index of semantic retrieval, when a model is attached
     /// (`semantic.rs`).
     semantic: Option<semantic::Semantic>,
+    /// The handle's own lexical index, when it keeps one (`lexical.rs`).
+    lexical: Option<lexical::Lexical>,
     clock: Box<dyn Clock>,
     /// What a reader requires of the store's history (`reader.rs`), when set.
     reader: Option<reader::Reader>,
@@ -243,6 +246,7 @@ impl Memory {
             signatures: signature_helper::SignatureHelper::default(),
             verified: verified_cache::VerifiedCache::default(),
             semantic: None,
+            lexical: None,
             clock: Box::new(SystemClock),
             reader: None,
         }

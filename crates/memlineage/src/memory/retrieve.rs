@@ -38,7 +38,7 @@ use super::signature_helper;
 use super::verified_cache::VerifiedCache;
 use super::{EntryView, Memory};
 use crate::error::{Error, Refusal};
-use crate::store::{BackendRead, SearchTerms, StoredEntry};
+use crate::store::{BackendRead, StoredEntry};
 use memlineage_core::checkpoint::Checkpoint;
 use memlineage_core::entry::Scope;
 use memlineage_core::keys::{self, BatchItem, Domain};
@@ -113,11 +113,12 @@ fn rendered_entry(v: &EntryView) -> RenderedEntry {
 type Snapshot<'m> = Box<dyn BackendRead + 'm>;
 
 impl Memory {
-    /// Full-text search (BM25) within `scope` and below, verified and rendered.
+    /// Full-text search (BM25) within `scope` and below, verified and rendered: ranked by the
+    /// handle's lexical index when it keeps one ([`Memory::with_lexical_index`]), else by the
+    /// backend's full-text search; candidates, ranking and verification read one snapshot.
     pub fn search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Retrieval, Error> {
-        let terms = SearchTerms::parse(query);
         let snap = self.backend.snapshot()?;
-        let indices = snap.text_index().search(&terms, scope, limit)?;
+        let indices = self.lexical_ranking(&*snap, query, scope, limit)?;
         self.retrieve_in(snap, indices, scope)
     }
 

@@ -22,7 +22,7 @@ use crate::search::fusion::{self, HYBRID_DEPTH};
 use crate::search::stored::{self as embeddings, RejectedEmbedding, VectorIndexStatus};
 use crate::search::vector::VectorIndex;
 use crate::search::{SearchMode, TextEmbedder};
-use crate::store::{EmbeddingRow, SearchTerms, StoredEntry};
+use crate::store::{EmbeddingRow, StoredEntry};
 use memlineage_core::entry::{EntryKind, Scope, SignedEntry};
 use memlineage_core::records::Tombstone;
 use memlineage_core::{EntryId, Hash256};
@@ -172,11 +172,7 @@ impl Memory {
             SearchMode::Semantic => self.semantic_ranking(query, scope, limit)?,
             SearchMode::Hybrid => {
                 let depth = HYBRID_DEPTH.max(limit);
-                let lexical = self.backend.snapshot()?.text_index().search(
-                    &SearchTerms::parse(query),
-                    scope,
-                    depth,
-                )?;
+                let lexical = self.lexical_ranking(&*self.backend.snapshot()?, query, scope, depth)?;
                 let semantic = self.semantic_ranking(query, scope, depth)?;
                 fusion::hybrid(&lexical, &semantic, limit)
             }

@@ -178,6 +178,22 @@ impl LexicalIndex {
         self.lower = lower;
     }
 
+    /// Removes document `doc` when the text it was indexed with is gone (an erased entry):
+    /// it is never returned again and leaves the collection's size and length, but its terms'
+    /// document counts keep it (their idf is as if it were still there) — the only difference
+    /// from [`LexicalIndex::remove`].
+    pub fn remove_without_text(&mut self, doc: u64) {
+        let Some(d) = usize::try_from(doc).ok().and_then(|i| self.docs.get_mut(i)) else {
+            return;
+        };
+        if !d.live {
+            return;
+        }
+        d.live = false;
+        self.live -= 1;
+        self.total_len -= u64::from(d.len);
+    }
+
     fn intern(&mut self, term: &str) -> u32 {
         if let Some(id) = self.term_ids.get(term) {
             return *id;
