@@ -1,22 +1,23 @@
-//! The scale run's retrieval rows (issue 17): at each size, the new lexical path — the BM25
-//! top-k over posting blocks with bounded candidate sets (`memlineage::search::lexical`) followed by the handle's
-//! verification and rendering of the 8 results (`Memory::retrieve_indices`, the checks of
-//! every search) — beside the index alone and its memory; and, when an embedding model is
-//! given, semantic and hybrid retrieval of 8 (query embedding included) and the vector index's
-//! memory.
+//! The scale run's retrieval rows (issue 17): at each size, `Memory::search` of a handle that
+//! keeps its own lexical index (`Memory::with_lexical_index`: the BM25 top-k over posting
+//! blocks with bounded candidate sets, caught up with the log inside the search's snapshot,
+//! then the verification and rendering of the 8 results that every search does) — beside the
+//! ranking alone (`Memory::lexical_top`) and the index's memory; and, when an embedding model
+//! is given, semantic and hybrid retrieval of 8 (query embedding included) and the vector
+//! index's memory.
 //!
-//! The lexical index is built in memory from the store's entries (live, non-control, UTF-8
-//! content, with each entry's scope for the exact pre-filter) before the timings; its build
-//! time is reported. The vector index is built by the handle at its first semantic search
-//! (every entry embedded once: the slow part, reported as `embed`).
+//! The handle builds its lexical index at its first search (one read of the log: live,
+//! non-control entries with UTF-8 content, and each one's signed scope for the exact
+//! pre-filter); that first search is timed as the build. The vector index is built by the
+//! handle when the model is attached (every entry without a stored vector embedded once: the
+//! slow part, reported as `embed`).
 
 use crate::error::BenchError;
 use crate::fixtures;
 use crate::generate::SCOPE;
 use crate::stats::{Budget, measure};
-use memlineage::search::lexical::{CANDIDATE_WINDOW, LexicalIndex};
 use memlineage::{Memory, SqliteStore};
-use memlineage_core::entry::{Scope, SignedEntry};
+use memlineage_core::entry::Scope;
 use serde::Serialize;
 use std::hint::black_box;
 use std::time::Instant;
@@ -52,50 +53,6 @@ pub struct RetrievalPoint {
     pub vector_index_bytes: Option<u64>,
 }
 
-/// The lexical index of the store's searchable entries, and each one's scope (interned).
-fn lexical_index(mem: &Memory) -> Result<(LexicalIndex, Vec<u32>, Vec<Scope>), BenchError> {
-    let mut ix = LexicalIndex::new();
-    let mut scope_of: Vec<u32> = Vec::new();
-    let mut scopes: Vec<Scope> = Vec::new();
-    let size = mem.size()?;
-    let mut start = 0u64;
-    while start < size {
-        let chunk = mem.unchecked().backend().entries(start, 4096)?;
-        let Some(last) = chunk.last().map(|e| e.index) else {
-            break;
-        };
-        for e in &chunk {
-            let Ok(entry) = SignedEntry::from_leaf(&e.leaf) else {
-                continue;
-            };
-            let body = entry.body();
-            let text = e
-                .content
-                .as_deref()
-                .and_then(|c| std::str::from_utf8(c).ok());
-            if body.kind.is_control() || e.forgotten_by.is_some() {
-                continue;
-            }
-            let Some(text) = text else { continue };
-            let sid = match scopes.iter().position(|s| *s == body.scope) {
-                Some(i) => i,
-                None => {
-                    scopes.push(body.scope.clone());
-                    scopes.len() - 1
-                }
-            };
-            let slot = usize::try_from(e.index).map_err(BenchError::core)?;
-            if scope_of.len() <= slot {
-                scope_of.resize(slot + 1, u32::MAX);
-            }
-            scope_of[slot] = u32::try_from(sid).map_err(BenchError::core)?;
-            ix.insert(e.index, text);
-        }
-        start = last + 1;
-    }
-    Ok((ix, scope_of, scopes))
-}
-
 /// The retrieval rows at one size. `embedder`: the model for the semantic rows, if any.
 pub fn measure_retrieval(
     path: &std::path::Path,
@@ -103,40 +60,29 @@ pub fn measure_retrieval(
     budget: &Budget,
     embedder: Option<std::sync::Arc<dyn memlineage::search::TextEmbedder>>,
 ) -> Result<RetrievalPoint, BenchError> {
-    let mut mem = Memory::open(SqliteStore::open(path)?)?;
+    let mut mem = Memory::open(SqliteStore::open(path)?)?.with_lexical_index();
     let scope = Scope::new(SCOPE).map_err(BenchError::core)?;
     let queries = fixtures::queries();
     let t = Instant::now();
-    let (ix, scope_of, scopes) = lexical_index(&mem)?;
+    black_box(mem.lexical_top(&queries[0], &scope, 8)?);
     let lexical_build_s = t.elapsed().as_secs_f64();
-    let within: Vec<bool> = scopes.iter().map(|s| scope.contains(s)).collect();
-    let accept = |doc: u64| {
-        usize::try_from(doc)
-            .ok()
-            .and_then(|i| scope_of.get(i))
-            .and_then(|s| within.get(*s as usize))
-            .copied()
-            .unwrap_or(false)
-    };
     let mut qi = 0usize;
     let topk = measure(budget, || {
         qi = (qi + 1) % queries.len();
-        black_box(ix.top_k_within(&queries[qi], 8, CANDIDATE_WINDOW, accept));
+        black_box(mem.lexical_top(&queries[qi], &scope, 8).is_ok());
     });
-    // The lexical top-8 of query `qi`, verified and rendered by `by`.
+    // The lexical search of 8 for query `qi` (ranked, verified, rendered) by `by`.
     let retrieve = |by: &Memory, qi: usize| {
-        let found: Vec<u64> = ix
-            .top_k_within(&queries[qi], 8, CANDIDATE_WINDOW, accept)
-            .iter()
-            .map(|h| h.doc)
-            .collect();
-        black_box(by.retrieve_indices(found, &scope).is_ok());
+        black_box(by.search(&queries[qi], &scope, 8).is_ok());
     };
     let lexical = measure(budget, || {
         qi = (qi + 1) % queries.len();
         retrieve(&mem, qi);
     });
-    let cold_mem = Memory::open(SqliteStore::open(path)?)?.with_verified_cache(0);
+    let cold_mem = Memory::open(SqliteStore::open(path)?)?
+        .with_verified_cache(0)
+        .with_lexical_index();
+    black_box(cold_mem.lexical_top(&queries[0], &scope, 8)?);
     let cold = measure(budget, || {
         qi = (qi + 1) % queries.len();
         retrieve(&cold_mem, qi);
@@ -149,14 +95,13 @@ pub fn measure_retrieval(
         lexical_8_p99_ns: lexical.p99_ns,
         lexical_8_cold_ns: cold.median_ns,
         lexical_build_s,
-        lexical_index_bytes: ix.memory_bytes() as u64,
+        lexical_index_bytes: mem.lexical_index_stats()?.map_or(0, |s| s.1 as u64),
         semantic_8_ns: None,
         semantic_8_p99_ns: None,
         hybrid_8_ns: None,
         embed_s: None,
         vector_index_bytes: None,
     };
-    drop(ix);
     if let Some(e) = embedder {
         use memlineage::search::SearchMode;
         // Attaching the model builds the vector index: from the stored embeddings, embedding

@@ -200,6 +200,14 @@ impl Memory {
         self.lexical.as_ref().map(Lexical::stats).transpose()
     }
 
+    /// The lexical ranking alone: the leaf indices of the `limit` best matches of `query`
+    /// within `scope`, best first — **not verified** (pass them to
+    /// [`Memory::retrieve_indices`] before anything reaches a prompt). The handle's index when
+    /// it keeps one, else the backend's full-text search.
+    pub fn lexical_top(&self, query: &str, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
+        self.lexical_ranking(&*self.backend.snapshot()?, query, scope, limit)
+    }
+
     /// The `limit` best lexical matches of `query` within `scope` (leaf indices, best first;
     /// not verified): the handle's index when it keeps one, else the backend's full-text
     /// search, both as `read` sees the log.
