@@ -145,15 +145,17 @@ impl WriteArgs {
 
 #[pymethods]
 impl Handle {
-    /// Opens (or, with `create`, creates) the store at `location`.
+    /// Opens (or, with `create`, creates) the store at `location`; with `lexical_index`, the
+    /// handle keeps its own lexical index (`Memory::with_lexical_index`).
     #[staticmethod]
-    #[pyo3(signature = (location=None, tau=None, fallback=None, create=true))]
+    #[pyo3(signature = (location=None, tau=None, fallback=None, create=true, lexical_index=false))]
     fn open(
         py: Python<'_>,
         location: Option<String>,
         tau: Option<String>,
         fallback: Option<String>,
         create: bool,
+        lexical_index: bool,
     ) -> PyResult<Handle> {
         guard(|| {
             let loc = location::resolve(location.as_deref())?;
@@ -170,6 +172,11 @@ impl Handle {
                 ))
                 .into());
             }
+            let mem = if lexical_index {
+                mem.with_lexical_index()
+            } else {
+                mem
+            };
             Ok(Handle {
                 mem: RwLock::new(Some(Arc::new(mem))),
                 location: loc,

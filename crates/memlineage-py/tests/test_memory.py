@@ -429,3 +429,27 @@ def test_created_at_is_utc(mem: Memory) -> None:
 def test_wrong_types_are_input_errors(mem: Memory, call: Callable[[Memory], object]) -> None:
     with pytest.raises(InputError):
         call(mem)
+
+
+def test_a_handle_with_its_own_lexical_index_answers_as_the_store(
+    disk: Memory, store_path: Path
+) -> None:
+    words = ["rent", "invoice", "landlord", "vault", "code", "garden", "paris", "the"]
+    added = []
+    for i in range(60):
+        text = " ".join(words[(i * k + k) % len(words)] for k in range(1 + i % 7))
+        added.append(disk.add(text, principal="mail" if i % 3 == 0 else "agent"))
+    indexed = Memory.open(store_path, lexical_index=True)
+    try:
+        for q in ["rent invoice", "vault code", "the", "paris garden landlord", "zzz"]:
+            for limit in (1, 5, 30):
+                assert indexed.search(q, limit=limit).ids == disk.search(q, limit=limit).ids
+        # A later write by the other handle is found; a deleted entry is not.
+        late = disk.add("a late note about the vault code")
+        assert late.id in indexed.search("vault code", limit=50).ids
+        gone = indexed.search("rent", limit=1).ids[0]
+        disk.delete(gone)
+        assert gone not in indexed.search("rent", limit=50).ids
+        assert len(added) == 60
+    finally:
+        indexed.close()

@@ -80,6 +80,7 @@ class Handle:
         tau: str | None = None,
         fallback: str | None = None,
         create: bool = True,
+        lexical_index: bool = False,
     ) -> Handle: ...
     def close(self) -> None: ...
     @property

@@ -81,11 +81,19 @@ class AsyncMemory:
         tau: Weight | None = None,
         fallback: str | None = None,
         create: bool = True,
+        lexical_index: bool = False,
         executor: Executor | None = None,
     ) -> AsyncMemory:
         """:meth:`Memory.open <memlineage.Memory.open>`, in the thread pool."""
         runner = _Runner(executor)
-        m = await runner.run(Memory.open, path, tau=tau, fallback=fallback, create=create)
+        m = await runner.run(
+            Memory.open,
+            path,
+            tau=tau,
+            fallback=fallback,
+            create=create,
+            lexical_index=lexical_index,
+        )
         return cls(m, executor)
 
     async def close(self) -> None:

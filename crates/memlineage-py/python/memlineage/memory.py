@@ -156,6 +156,7 @@ class Memory:
         tau: Weight | None = None,
         fallback: str | None = None,
         create: bool = True,
+        lexical_index: bool = False,
     ) -> Memory:
         """Opens the store at ``path`` — or, like the CLI, at ``$MEMLINEAGE_STORE``, else
         ``./.memlineage/store.db``; a directory means ``store.db`` in it, ``"memory:"`` a store
@@ -166,11 +167,20 @@ class Memory:
         with τ = ``tau`` (default 0.5) and the ``fallback`` (default ``strict``). On an existing
         store, ``tau`` and ``fallback`` make this handle's writes stricter than the store's rule
         (a laxer rule is a :class:`~memlineage.RefusedError`).
+
+        With ``lexical_index``, the handle keeps its own lexical index: the first
+        :meth:`search` reads the store once, every later one catches up with what was appended
+        and ranks with a bounded top-k whose cost does not grow with the store (for a handle
+        that lives long, as an agent's does; ``docs/retrieval.md``).
         """
         location = os.fspath(path) if path is not None else None
         return cls(
             _native.Handle.open(
-                location, None if tau is None else weight_text(tau), fallback, create
+                location,
+                None if tau is None else weight_text(tau),
+                fallback,
+                create,
+                lexical_index,
             )
         )
 

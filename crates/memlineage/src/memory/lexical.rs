@@ -127,6 +127,13 @@ impl State {
     /// the entries appended since.
     fn catch_up(&mut self, read: &dyn BackendRead) -> Result<(), Error> {
         let size = read.size()?;
+        if size < self.next {
+            // The log is shorter than what was indexed (restored from an older copy, or
+            // rolled back by its operator): what the index holds past it may be other
+            // entries' text. Start again from the log as it is; the reader's history checks
+            // (`--trusted-checkpoint`) are what report the rollback itself.
+            *self = State::default();
+        }
         for t in read.control_records(EntryKind::Tombstone, self.tombstones_next)? {
             let target = Tombstone::from_content(&t.content)?.target;
             if let Some(stored) = read.entry_by_id(&target)?
