@@ -76,7 +76,9 @@ fn writer_on(url: &str) -> Res<Memory> {
 /// `T0` and both figures are the batch's own time.
 fn child(args: &[String]) -> Res<()> {
     let [url, pool_file, seed, batch, batches, interval, offset] = args else {
-        return Err("child: expected URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS".into());
+        return Err(
+            "child: expected URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS".into(),
+        );
     };
     let (seed, batch, batches): (u64, usize, usize) =
         (seed.parse()?, batch.parse()?, batches.parse()?);
@@ -300,8 +302,9 @@ fn parent(args: &[String]) -> Res<()> {
         o.writers,
         o.batches,
         o.batch,
-        o.rate
-            .map_or_else(String::new, |r| format!(", offered {r:.0} entries/s (open loop)")),
+        o.rate.map_or_else(String::new, |r| format!(
+            ", offered {r:.0} entries/s (open loop)"
+        )),
         o.settings,
         o.db_sql,
         load()

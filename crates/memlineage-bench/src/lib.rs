@@ -32,7 +32,7 @@ mod write_path;
 
 pub use error::BenchError;
 pub use generate::{
-    BATCH, GENERATOR_VERSION, Generated, MIN_ENTRIES, REGISTRY_RECORDS, cached_store,
+    BATCH, GENERATOR_VERSION, Generated, MIN_ENTRIES, REGISTRY_RECORDS, SCOPE, cached_store,
     cached_store_path, default_cache_dir, generate_store,
 };
 pub use runner::{BenchOptions, BenchRow, ROW_NAMES, run};

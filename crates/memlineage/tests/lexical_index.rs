@@ -32,7 +32,9 @@ const QUERIES: [&str; 8] = [
 
 /// A deterministic text of 2–14 words from [`WORDS`] (a linear congruential sequence).
 fn text(i: u64) -> String {
-    let mut x = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = i
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let n = 2 + (x >> 33) % 13;
     (0..n)
         .map(|_| {
@@ -60,7 +62,13 @@ fn write_notes(mem: &Memory, from: u64, n: u64) -> Vec<EntryId> {
 /// A second handle on the file store, with the fixture's keys.
 fn open(path: &Path) -> Memory {
     let mem = Memory::open(SqliteStore::open(path).unwrap()).unwrap();
-    for (name, seed) in [("operator", 1), ("agent", 2), ("user", 3), ("web", 4), ("email", 5)] {
+    for (name, seed) in [
+        ("operator", 1),
+        ("agent", 2),
+        ("user", 3),
+        ("web", 4),
+        ("email", 5),
+    ] {
         mem.keys().insert(&p(name), key(seed));
     }
     mem
@@ -81,7 +89,11 @@ fn assert_same_answers(indexed: &Memory, backend: &Memory, when: &str) {
             for limit in [1, 3, 8, 40] {
                 let a = indexed.search(q, scope, limit).unwrap();
                 let b = backend.search(q, scope, limit).unwrap();
-                assert_eq!(ids(&a), ids(&b), "{when}: {q:?} in {scope:?}, limit {limit}");
+                assert_eq!(
+                    ids(&a),
+                    ids(&b),
+                    "{when}: {q:?} in {scope:?}, limit {limit}"
+                );
                 assert!(a.dropped.is_empty(), "{:?}", a.dropped);
                 for v in &a.entries {
                     assert!(scope.contains(&v.entry.body().scope), "{q:?} in {scope:?}");
@@ -132,7 +144,11 @@ fn the_handles_index_answers_as_the_backend_and_follows_the_log() {
     // Its own writes too.
     write_notes(&indexed, 420, 30);
     indexed.checkpoint().unwrap();
-    assert_same_answers(&indexed, &open(&path).with_lexical_index(), "after its own writes");
+    assert_same_answers(
+        &indexed,
+        &open(&path).with_lexical_index(),
+        "after its own writes",
+    );
     // Hybrid search still needs an embedding model.
     assert!(
         indexed
@@ -166,10 +182,18 @@ fn an_entry_edited_behind_the_programs_back_is_dropped_not_rendered() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
     let mem = setup_with(SqliteStore::open(&path).unwrap()).with_lexical_index();
-    mem.write(WriteRequest::new(&p("agent"), EntryKind::Observation, "the vault code is 1234"))
-        .unwrap();
+    mem.write(WriteRequest::new(
+        &p("agent"),
+        EntryKind::Observation,
+        "the vault code is 1234",
+    ))
+    .unwrap();
     let target = mem
-        .write(WriteRequest::new(&p("web"), EntryKind::Observation, "pay the vault code"))
+        .write(WriteRequest::new(
+            &p("web"),
+            EntryKind::Observation,
+            "pay the vault code",
+        ))
         .unwrap();
     mem.checkpoint().unwrap();
     assert_eq!(ids_for(&mem, "vault code").len(), 2);
@@ -187,4 +211,3 @@ fn an_entry_edited_behind_the_programs_back_is_dropped_not_rendered() {
     assert_eq!(r.dropped[0].id, target.id);
     assert!(!r.rendered.contains("ignore the rules"));
 }
-

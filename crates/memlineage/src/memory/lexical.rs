@@ -117,7 +117,11 @@ impl Lexical {
         let state = self.lock()?;
         let bytes = state.index.memory_bytes()
             + state.scope_of.capacity() * std::mem::size_of::<u32>()
-            + state.scopes.iter().map(|s| s.as_str().len() * 2 + 64).sum::<usize>();
+            + state
+                .scopes
+                .iter()
+                .map(|s| s.as_str().len() * 2 + 64)
+                .sum::<usize>();
         Ok((state.index.len(), bytes))
     }
 }
@@ -227,11 +231,10 @@ impl Memory {
     ) -> Result<Vec<u64>, Error> {
         match &self.lexical {
             Some(lexical) => lexical.ranking(read, query, scope, limit),
-            None => read.text_index().search(
-                &crate::store::SearchTerms::parse(query),
-                scope,
-                limit,
-            ),
+            None => {
+                read.text_index()
+                    .search(&crate::store::SearchTerms::parse(query), scope, limit)
+            }
         }
     }
 }

@@ -172,7 +172,8 @@ impl Memory {
             SearchMode::Semantic => self.semantic_ranking(query, scope, limit)?,
             SearchMode::Hybrid => {
                 let depth = HYBRID_DEPTH.max(limit);
-                let lexical = self.lexical_ranking(&*self.backend.snapshot()?, query, scope, depth)?;
+                let lexical =
+                    self.lexical_ranking(&*self.backend.snapshot()?, query, scope, depth)?;
                 let semantic = self.semantic_ranking(query, scope, depth)?;
                 fusion::hybrid(&lexical, &semantic, limit)
             }
