@@ -41,13 +41,15 @@ fn main() {
                 })
             };
             println!(
-                "n {:>8}  top-8 {:>9}  lexical 8 {:>9} (p99 {:>9})  cold {:>9}  backend {:>9}",
+                "n {:>8}  top-8 {:>9}  lexical 8 {:>9} (p99 {:>9})  cold {:>9}  backend {:>9}  index {:.1} MiB built in {:.2} s",
                 n,
                 fmt_ns(p.lexical_topk_ns),
                 fmt_ns(p.lexical_8_ns),
                 fmt_ns(p.lexical_8_p99_ns),
                 fmt_ns(p.lexical_8_cold_ns),
-                fmt_ns(backend.median_ns)
+                fmt_ns(backend.median_ns),
+                p.lexical_index_bytes as f64 / (1024.0 * 1024.0),
+                p.lexical_build_s
             );
             Ok(())
         };
