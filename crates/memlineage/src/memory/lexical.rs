@@ -23,12 +23,12 @@
 //! or change its label.
 
 use super::Memory;
+use super::searchable::{Scopes, searchable};
 use crate::error::Error;
 use crate::search::lexical::{CANDIDATE_WINDOW, LexicalIndex};
-use crate::store::{BackendRead, StoredEntry};
-use memlineage_core::entry::{EntryKind, Scope, SignedEntry};
+use crate::store::BackendRead;
+use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::records::Tombstone;
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 /// Entries read per step of a catch-up.
@@ -50,26 +50,10 @@ struct State {
     next: u64,
     /// Tombstones with index below this have been applied.
     tombstones_next: u64,
-    /// The signed scope of each indexed entry, by leaf index (interned in `scopes`), for the
+    /// The signed scope of each indexed entry, by leaf index (its id in `scopes`), for the
     /// scope pre-filter; [`NO_SCOPE`] for the rest.
     scope_of: Vec<u32>,
-    scopes: Vec<Scope>,
-    scope_ids: HashMap<String, u32>,
-}
-
-/// The text the index gets for a stored entry, with its signed scope: its content, when it is
-/// live, not a control record, and UTF-8.
-fn indexable(stored: &StoredEntry) -> Option<(Scope, &str)> {
-    if stored.forgotten_by.is_some() {
-        return None;
-    }
-    let entry = SignedEntry::from_leaf(&stored.leaf).ok()?;
-    let body = entry.body();
-    if body.kind.is_control() {
-        return None;
-    }
-    let text = std::str::from_utf8(stored.content.as_deref()?).ok()?;
-    Some((body.scope.clone(), text))
+    scopes: Scopes,
 }
 
 impl Lexical {
@@ -96,7 +80,7 @@ impl Lexical {
             scopes,
             ..
         } = &*state;
-        let within: Vec<bool> = scopes.iter().map(|s| scope.contains(s)).collect();
+        let within = scopes.within(scope);
         let accept = |doc: u64| {
             usize::try_from(doc)
                 .ok()
@@ -117,11 +101,7 @@ impl Lexical {
         let state = self.lock()?;
         let bytes = state.index.memory_bytes()
             + state.scope_of.capacity() * std::mem::size_of::<u32>()
-            + state
-                .scopes
-                .iter()
-                .map(|s| s.as_str().len() * 2 + 64)
-                .sum::<usize>();
+            + state.scopes.bytes();
         Ok((state.index.len(), bytes))
     }
 }
@@ -162,8 +142,8 @@ impl State {
                 break;
             };
             for stored in &chunk {
-                if let Some((scope, text)) = indexable(stored) {
-                    self.insert(stored.index, scope, text);
+                if let Some((entry, text)) = searchable(stored) {
+                    self.insert(stored.index, &entry.body().scope, text);
                 }
             }
             self.next = last + 1;
@@ -171,19 +151,11 @@ impl State {
         Ok(())
     }
 
-    fn insert(&mut self, index: u64, scope: Scope, text: &str) {
+    fn insert(&mut self, index: u64, scope: &Scope, text: &str) {
         let Ok(slot) = usize::try_from(index) else {
             return;
         };
-        let id = match self.scope_ids.get(scope.as_str()) {
-            Some(id) => *id,
-            None => {
-                let id = u32::try_from(self.scopes.len()).unwrap_or(NO_SCOPE);
-                self.scope_ids.insert(scope.as_str().to_string(), id);
-                self.scopes.push(scope);
-                id
-            }
-        };
+        let id = self.scopes.intern(scope);
         if self.scope_of.len() <= slot {
             self.scope_of.resize(slot + 1, NO_SCOPE);
         }

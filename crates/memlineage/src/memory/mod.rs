@@ -24,6 +24,7 @@ mod registry;
 mod relabel;
 mod retrieve;
 mod rollback;
+mod searchable;
 mod semantic;
 mod signature_helper;
 mod signing;

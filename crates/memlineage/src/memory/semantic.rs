@@ -17,13 +17,14 @@
 
 use super::Memory;
 use super::retrieve::Retrieval;
+use super::searchable::{Scopes, searchable};
 use crate::error::Error;
 use crate::search::fusion::{self, HYBRID_DEPTH};
 use crate::search::stored::{self as embeddings, RejectedEmbedding, VectorIndexStatus};
 use crate::search::vector::VectorIndex;
 use crate::search::{SearchMode, TextEmbedder};
 use crate::store::{EmbeddingRow, StoredEntry};
-use memlineage_core::entry::{EntryKind, Scope, SignedEntry};
+use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::records::Tombstone;
 use memlineage_core::{EntryId, Hash256};
 use std::collections::HashMap;
@@ -44,10 +45,9 @@ struct State {
     next: u64,
     /// Tombstones with index below this have been applied.
     tombstones_next: u64,
-    /// The scope of each indexed entry, by leaf index (interned in `scopes`).
+    /// The scope of each indexed entry, by leaf index (its id in `scopes`).
     scope_of: HashMap<u64, u32>,
-    scopes: Vec<Scope>,
-    scope_ids: HashMap<String, u32>,
+    scopes: Scopes,
     /// Where the vectors came from (reported by [`Memory::vector_index_status`]).
     status: VectorIndexStatus,
 }
@@ -64,8 +64,7 @@ impl Semantic {
                 next: 0,
                 tombstones_next: 0,
                 scope_of: HashMap::new(),
-                scopes: Vec::new(),
-                scope_ids: HashMap::new(),
+                scopes: Scopes::default(),
                 status: VectorIndexStatus {
                     model,
                     ..VectorIndexStatus::default()
@@ -88,18 +87,11 @@ struct Item {
     text: String,
 }
 
-/// The text an entry is embedded from: its content, when it is live, not a control record,
-/// and UTF-8 (the text the full-text index gets).
+/// The text an entry is embedded from: its searchable text (`searchable.rs`), with what the
+/// vector is bound to.
 fn embeddable(stored: &StoredEntry) -> Option<Item> {
-    if stored.forgotten_by.is_some() {
-        return None;
-    }
-    let entry = SignedEntry::from_leaf(&stored.leaf).ok()?;
+    let (entry, text) = searchable(stored)?;
     let body = entry.body();
-    if body.kind.is_control() {
-        return None;
-    }
-    let text = std::str::from_utf8(stored.content.as_deref()?).ok()?;
     Some(Item {
         index: stored.index,
         id: entry.id(),
@@ -205,7 +197,7 @@ impl Memory {
             scopes,
             ..
         } = &*state;
-        let within: Vec<bool> = scopes.iter().map(|s| scope.contains(s)).collect();
+        let within = scopes.within(scope);
         let found = index
             .nearest(q, limit, |doc| {
                 scope_of
@@ -319,15 +311,7 @@ impl State {
         self.index
             .insert(index, vector)
             .map_err(|e| Error::internal(format!("vector index: {e}")))?;
-        let id = match self.scope_ids.get(scope.as_str()) {
-            Some(id) => *id,
-            None => {
-                let id = u32::try_from(self.scopes.len()).unwrap_or(u32::MAX);
-                self.scope_ids.insert(scope.as_str().to_string(), id);
-                self.scopes.push(scope);
-                id
-            }
-        };
+        let id = self.scopes.intern(&scope);
         self.scope_of.insert(index, id);
         Ok(())
     }
