@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{key, p, setup_with};
+use common::{load_fixture_keys, p, setup_with};
 use memlineage::memory::Retrieval;
 use memlineage::search::SearchMode;
 use memlineage::{Memory, SqliteStore, WriteRequest};
@@ -62,15 +62,7 @@ fn write_notes(mem: &Memory, from: u64, n: u64) -> Vec<EntryId> {
 /// A second handle on the file store, with the fixture's keys.
 fn open(path: &Path) -> Memory {
     let mem = Memory::open(SqliteStore::open(path).unwrap()).unwrap();
-    for (name, seed) in [
-        ("operator", 1),
-        ("agent", 2),
-        ("user", 3),
-        ("web", 4),
-        ("email", 5),
-    ] {
-        mem.keys().insert(&p(name), key(seed));
-    }
+    load_fixture_keys(&mem);
     mem
 }
 

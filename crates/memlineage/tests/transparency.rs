@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{key, p, setup_with};
+use common::{key, load_fixture_keys, p, setup_with};
 use memlineage::error::{HistoryError, StoreState};
 use memlineage::store::{Backend, MemoryStore};
 use memlineage::transparency::{
@@ -54,15 +54,7 @@ impl Site {
         let mem = Memory::open(SqliteStore::open(&self.db()).unwrap())
             .unwrap()
             .with_clock(StepClock::new(1_800_000_000_000, 1000));
-        for (name, seed) in [
-            ("operator", 1),
-            ("agent", 2),
-            ("user", 3),
-            ("web", 4),
-            ("email", 5),
-        ] {
-            mem.keys().insert(&p(name), key(seed));
-        }
+        load_fixture_keys(&mem);
         mem
     }
 

@@ -125,7 +125,9 @@ impl State {
             {
                 match stored.content.as_deref().map(std::str::from_utf8) {
                     Some(Ok(text)) => self.index.remove(stored.index, text),
-                    _ => self.index.remove_without_text(stored.index),
+                    _ => {
+                        self.index.remove_without_text(stored.index);
+                    }
                 }
                 if let Some(s) = usize::try_from(stored.index)
                     .ok()

@@ -63,6 +63,20 @@ pub fn setup_with_settings(store: impl IntoBackend, settings: Settings) -> Memor
     mem
 }
 
+/// Loads the fixture's secret keys (operator, agent, user, web, email) into `mem`: a second
+/// handle on a store that [`setup_with`] made.
+pub fn load_fixture_keys(mem: &Memory) {
+    for (name, seed) in [
+        ("operator", 1),
+        ("agent", 2),
+        ("user", 3),
+        ("web", 4),
+        ("email", 5),
+    ] {
+        mem.keys().insert(&p(name), key(seed));
+    }
+}
+
 pub fn setup() -> Memory {
     setup_with(SqliteStore::in_memory().unwrap())
 }

@@ -150,15 +150,9 @@ impl LexicalIndex {
     /// terms' document counts drop, and its postings are skipped from now on (their blocks'
     /// bounds stay valid, only looser). Nothing happens when `doc` is not live.
     pub fn remove(&mut self, doc: u64, text: &str) {
-        let Some(d) = usize::try_from(doc).ok().and_then(|i| self.docs.get_mut(i)) else {
-            return;
-        };
-        if !d.live {
+        if !self.remove_without_text(doc) {
             return;
         }
-        d.live = false;
-        self.live -= 1;
-        self.total_len -= u64::from(d.len);
         let mut ids = std::mem::take(&mut self.scratch);
         let mut lower = std::mem::take(&mut self.lower);
         ids.clear();
@@ -181,17 +175,18 @@ impl LexicalIndex {
     /// Removes document `doc` when the text it was indexed with is gone (an erased entry):
     /// it is never returned again and leaves the collection's size and length, but its terms'
     /// document counts keep it (their idf is as if it were still there) — the only difference
-    /// from [`LexicalIndex::remove`].
-    pub fn remove_without_text(&mut self, doc: u64) {
+    /// from [`LexicalIndex::remove`]. Returns whether `doc` was live.
+    pub fn remove_without_text(&mut self, doc: u64) -> bool {
         let Some(d) = usize::try_from(doc).ok().and_then(|i| self.docs.get_mut(i)) else {
-            return;
+            return false;
         };
         if !d.live {
-            return;
+            return false;
         }
         d.live = false;
         self.live -= 1;
         self.total_len -= u64::from(d.len);
+        true
     }
 
     fn intern(&mut self, term: &str) -> u32 {
