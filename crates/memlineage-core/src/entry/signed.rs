@@ -20,22 +20,32 @@ pub struct SignedEntry {
 impl SignedEntry {
     /// Validates, encodes and signs `body` with `key`. The body's `key_id` must be `key`'s.
     pub fn sign(body: EntryBody, key: &SigningKey) -> Result<SignedEntry, EntryError> {
+        let body_bytes = Self::checked_bytes(&body, &key.verifying_key())?;
+        let signature = keys::sign(key, Domain::EntryV1, &body_bytes);
+        Ok(Self::assemble(body, body_bytes, signature))
+    }
+
+    /// Validates `body`, checks that its key id is `key`'s, and encodes it canonically.
+    fn checked_bytes(body: &EntryBody, key: &VerifyingKey) -> Result<Vec<u8>, EntryError> {
         body.validate()?;
-        if body.key_id != keys::key_id(&key.verifying_key()) {
+        if body.key_id != keys::key_id(key) {
             return Err(field_err(
                 "key",
                 "the key id does not match the signing key",
             ));
         }
-        let body_bytes = body.canonical_bytes();
-        let signature = keys::sign(key, Domain::EntryV1, &body_bytes);
+        Ok(body.canonical_bytes())
+    }
+
+    /// The entry of a checked body, its canonical bytes and its signature (the id derived).
+    fn assemble(body: EntryBody, body_bytes: Vec<u8>, signature: Signature) -> SignedEntry {
         let id = EntryId(Hash256::of(&body_bytes));
-        Ok(SignedEntry {
+        SignedEntry {
             body,
             body_bytes,
             signature,
             id,
-        })
+        }
     }
 
     /// The exact message [`SignedEntry::sign`] signs for `body`: the domain prefix and the
@@ -53,23 +63,10 @@ impl SignedEntry {
         key: &VerifyingKey,
         signature: Signature,
     ) -> Result<SignedEntry, EntryError> {
-        body.validate()?;
-        if body.key_id != keys::key_id(key) {
-            return Err(field_err(
-                "key",
-                "the key id does not match the signing key",
-            ));
-        }
-        let body_bytes = body.canonical_bytes();
+        let body_bytes = Self::checked_bytes(&body, key)?;
         keys::verify(key, Domain::EntryV1, &body_bytes, &signature)
             .map_err(|_| field_err("signature", "the signature does not verify under the key"))?;
-        let id = EntryId(Hash256::of(&body_bytes));
-        Ok(SignedEntry {
-            body,
-            body_bytes,
-            signature,
-            id,
-        })
+        Ok(Self::assemble(body, body_bytes, signature))
     }
 
     /// Decodes a log leaf strictly. The signature is *not* checked here (that needs the
@@ -98,13 +95,7 @@ impl SignedEntry {
             keys::signature_from_bytes(sig).map_err(|e| field_err("sig", e.to_string()))?;
         let body = EntryBody::from_value(body_value)?;
         let body_bytes = canonical::encode(body_value)?;
-        let id = EntryId(Hash256::of(&body_bytes));
-        Ok(SignedEntry {
-            body,
-            body_bytes,
-            signature,
-            id,
-        })
+        Ok(Self::assemble(body, body_bytes, signature))
     }
 
     /// An entry from its already checked parts (the direct decoder's result).
