@@ -49,13 +49,7 @@ fn run_at(location: &str, keys: &Path, args: &[&str]) -> Run {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{run:#?}");
-    run
+    Run::from_output(out)
 }
 
 fn json_at(location: &str, keys: &Path, args: &[&str]) -> Value {

@@ -16,18 +16,19 @@ use pkcs11_support::SoftHsm;
 use std::process::Stdio;
 
 fn with_hsm(s: &Store, hsm: &SoftHsm, args: &[&str]) -> Run {
-    let out = hsm
-        .env(&mut s.cmd(args))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{run:#?}");
-    run
+    Run::from_output(
+        hsm.env(&mut s.cmd(args))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    )
+}
+
+/// [`with_hsm`] with `--signer URI` before `args`.
+fn with_signer(s: &Store, hsm: &SoftHsm, uri: &str, args: &[&str]) -> Run {
+    let mut all = vec!["--signer", uri];
+    all.extend_from_slice(args);
+    with_hsm(s, hsm, &all)
 }
 
 /// Exits non-zero, names every word of `words` on stderr, and writes nothing.
@@ -49,12 +50,11 @@ fn entries_signed_in_a_pkcs11_token_verify_and_failures_write_nothing() {
     hsm.keygen("vault", "01");
 
     // Registered from the token: no key file is made.
-    let r = with_hsm(
+    let r = with_signer(
         &s,
         &hsm,
+        &uri,
         &[
-            "--signer",
-            &uri,
             "--json",
             "principal",
             "add",
@@ -79,12 +79,11 @@ fn entries_signed_in_a_pkcs11_token_verify_and_failures_write_nothing() {
     assert!(!s.keys().join("vault.key").exists());
 
     // Writes through --signer and through MEMLINEAGE_SIGNER.
-    let r = with_hsm(
+    let r = with_signer(
         &s,
         &hsm,
+        &uri,
         &[
-            "--signer",
-            &uri,
             "--json",
             "write",
             "--as",
@@ -122,34 +121,20 @@ fn entries_signed_in_a_pkcs11_token_verify_and_failures_write_nothing() {
 
     // Rotation to a new key generated in the token; the old key is refused from then on.
     hsm.keygen("vault", "02");
-    let r = with_hsm(
+    let r = with_signer(
         &s,
         &hsm,
-        &[
-            "--signer",
-            &uri,
-            "--json",
-            "principal",
-            "rotate",
-            "vault",
-            "--external-key",
-        ],
+        &uri,
+        &["--json", "principal", "rotate", "vault", "--external-key"],
     );
     assert_eq!(r.code, 0, "{r:#?}");
     let rotated = r.json();
     assert_ne!(rotated["key_id"], added["key_id"]);
-    let r = with_hsm(
+    let r = with_signer(
         &s,
         &hsm,
-        &[
-            "--signer",
-            &uri,
-            "--json",
-            "write",
-            "--as",
-            "vault",
-            "after the rotation",
-        ],
+        &uri,
+        &["--json", "write", "--as", "vault", "after the rotation"],
     );
     assert_eq!(r.code, 0, "{r:#?}");
     let after = r.json()["id"].as_str().unwrap().to_string();
@@ -254,12 +239,11 @@ mod service {
         let s = Store::init();
         let uri = hsm.uri();
         hsm.keygen("vault", "01");
-        let r = with_hsm(
+        let r = with_signer(
             &s,
             &hsm,
+            &uri,
             &[
-                "--signer",
-                &uri,
                 "principal",
                 "add",
                 "vault",
@@ -269,19 +253,11 @@ mod service {
             ],
         );
         assert_eq!(r.code, 0, "{r:#?}");
-        let token = with_hsm(
+        let token = with_signer(
             &s,
             &hsm,
-            &[
-                "--signer",
-                &uri,
-                "token",
-                "create",
-                "--principal",
-                "vault",
-                "--scope",
-                "acme",
-            ],
+            &uri,
+            &["token", "create", "--principal", "vault", "--scope", "acme"],
         );
         assert_eq!(token.code, 0, "{token:#?}");
         assert!(
@@ -418,12 +394,11 @@ fn a_token_signs_byte_for_byte_as_the_file_key_of_the_same_seed() {
     std::fs::remove_file(&pem_file).unwrap();
     let file_key = ed25519_dalek::SigningKey::from_bytes(&seed);
 
-    let r = with_hsm(
+    let r = with_signer(
         &s,
         &hsm,
+        &uri,
         &[
-            "--signer",
-            &uri,
             "--json",
             "principal",
             "add",
@@ -438,18 +413,11 @@ fn a_token_signs_byte_for_byte_as_the_file_key_of_the_same_seed() {
         r.json()["key_id"].as_str().unwrap(),
         memlineage_core::keys::key_id(&file_key.verifying_key()).to_hex()
     );
-    let r = with_hsm(
+    let r = with_signer(
         &s,
         &hsm,
-        &[
-            "--signer",
-            &uri,
-            "--json",
-            "write",
-            "--as",
-            "known",
-            "a known answer",
-        ],
+        &uri,
+        &["--json", "write", "--as", "known", "a known answer"],
     );
     assert_eq!(r.code, 0, "{r:#?}");
     let id = r.json()["id"].as_str().unwrap().to_string();

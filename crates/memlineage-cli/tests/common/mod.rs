@@ -21,7 +21,8 @@ pub struct Run {
 }
 
 impl Run {
-    fn from(out: Output) -> Run {
+    /// The result of a finished process (asserting that it did not panic).
+    pub fn from_output(out: Output) -> Run {
         let run = Run {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -109,7 +110,7 @@ impl Store {
             .stdin(Stdio::null())
             .output()
             .expect("run memlineage");
-        Run::from(out)
+        Run::from_output(out)
     }
 
     /// Runs with `input` on stdin.
@@ -122,7 +123,7 @@ impl Store {
             .spawn()
             .expect("spawn memlineage");
         child.stdin.take().unwrap().write_all(input).unwrap();
-        Run::from(child.wait_with_output().unwrap())
+        Run::from_output(child.wait_with_output().unwrap())
     }
 
     /// Runs with `--json` and returns the object (asserting success).
