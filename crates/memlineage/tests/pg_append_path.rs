@@ -5,12 +5,15 @@
 //!   entry, content, document, value key, node or edge, the search totals and the log head's
 //!   size unchanged — and the same batch lands once the obstacle is gone;
 //! - the full-text index's pending list is merged after appends, in the background, by the
-//!   role that owns the index; a role that may not merge still appends (the server merges).
+//!   role that owns the index; a role that may not merge still appends (the server merges);
+//! - the full-text documents are partitioned by leaf index: a log longer than a partition is
+//!   searched whole, its next partition is made ahead of the appends that need it, and a
+//!   writer connected as another role reaches a new partition.
 
 mod common;
 
 use common::{p, setup_with};
-use memlineage::store::PENDING_MERGE_EVERY;
+use memlineage::store::{PENDING_MERGE_EVERY, SEARCH_PARTITION};
 use memlineage::{Memory, OpenMode, StoreLocation, WriteRequest};
 use memlineage_core::entry::{EntryKind, Parent, Scope};
 use memlineage_core::label::Weight;
@@ -118,10 +121,11 @@ fn a_batch_whose_rows_statement_fails_leaves_nothing_half_written() {
     assert!(report.ok(), "{:?}", report.problems);
 }
 
-/// Entries in the full-text index's pending list (`pgstattuple`'s `pgstatginindex`).
+/// Entries in the pending list of the first partition's full-text index (`pgstattuple`'s
+/// `pgstatginindex`).
 fn pending(db: &mut postgres::Client) -> i64 {
     db.query_one(
-        "SELECT pending_tuples FROM pgstatginindex('search_terms'::regclass)",
+        "SELECT pending_tuples FROM pgstatginindex('search_p0_terms'::regclass)",
         &[],
     )
     .unwrap()
@@ -145,7 +149,7 @@ fn store_without_autovacuum(cluster: &memlineage_pgtest::Cluster) -> Option<Stri
         eprintln!("skipping: {why}");
         return None;
     }
-    db.batch_execute("ALTER TABLE search SET (autovacuum_enabled = off)")
+    db.batch_execute("ALTER TABLE search_p0 SET (autovacuum_enabled = off)")
         .unwrap();
     Some(url)
 }
@@ -222,4 +226,103 @@ fn a_role_that_may_not_merge_still_appends() {
     mem.checkpoint().unwrap();
     let report = mem.verify(&mut |_, _| {}).unwrap();
     assert!(report.ok(), "{:?}", report.problems);
+}
+
+/// Whether the partition `k` of the full-text documents exists.
+fn partition_exists(db: &mut postgres::Client, k: u64) -> bool {
+    db.query_one(
+        "SELECT to_regclass('search_p' || $1::int8) IS NOT NULL",
+        &[&i64::try_from(k).unwrap()],
+    )
+    .unwrap()
+    .get(0)
+}
+
+#[test]
+fn a_log_longer_than_a_partition_is_searched_whole() {
+    let Some(cluster) = memlineage_pgtest::shared() else {
+        return;
+    };
+    let url = cluster.database();
+    let mem = setup_with(
+        StoreLocation::Postgres(url.clone())
+            .open(OpenMode::Create)
+            .unwrap(),
+    );
+    let mut db = connect(&url);
+    assert!(partition_exists(&mut db, 0) && !partition_exists(&mut db, 1));
+    // Past the middle of partition 0, the writer makes partition 1 ahead (in the background,
+    // after a merge).
+    let mut written = mem.size().unwrap();
+    let mut round = 0;
+    while written < SEARCH_PARTITION / 2 + 2 * PENDING_MERGE_EVERY {
+        written += mem
+            .write_batch(batch(&format!("early{round}"), 256, None))
+            .unwrap()
+            .len() as u64;
+        round += 1;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !partition_exists(&mut db, 1) {
+        assert!(Instant::now() < deadline, "partition 1 was not made ahead");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A writer connected as a role that may insert into the tables but owns none (so may not
+    // attach a partition to `search`) reaches partition 2, which nobody made ahead: its
+    // append makes it. (Opening a store needs CREATE on its schema: the version table.)
+    let role = format!("partition_writer_{}", std::process::id());
+    db.batch_execute(&format!(
+        "CREATE ROLE {role} LOGIN; GRANT CREATE ON SCHEMA public TO {role}; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
+    ))
+    .unwrap();
+    let other = setup_with_existing(&url.replacen("postgres@", &format!("{role}@"), 1));
+    while written < 2 * SEARCH_PARTITION + 10 {
+        written += other
+            .write_batch(batch(&format!("late{round}"), 256, None))
+            .unwrap()
+            .len() as u64;
+        round += 1;
+    }
+    assert!(partition_exists(&mut db, 2));
+    let in_p2: i64 = db
+        .query_one("SELECT count(*) FROM search_p2", &[])
+        .unwrap()
+        .get(0);
+    assert!(in_p2 > 0);
+    // Documents of every partition are found, and ranked as one index.
+    let first = mem.search("early0", &Scope::default(), 300).unwrap();
+    assert_eq!(first.entries.len(), 256);
+    let last = mem
+        .search(&format!("late{}", round - 1), &Scope::default(), 300)
+        .unwrap();
+    assert_eq!(last.entries.len(), 256);
+    let both = mem.search("note vault", &Scope::default(), 8).unwrap();
+    assert_eq!(both.entries.len(), 8);
+    // Forgetting entries of two partitions drops them from the index.
+    let (a, b) = (first.entries[0].entry.id(), last.entries[0].entry.id());
+    mem.forget(&p("user"), &a, false, "test").unwrap();
+    mem.forget(&p("user"), &b, false, "test").unwrap();
+    assert_eq!(
+        mem.search("early0", &Scope::default(), 300)
+            .unwrap()
+            .entries
+            .len(),
+        255
+    );
+    mem.checkpoint().unwrap();
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}
+
+/// A handle on an existing PostgreSQL store at `url`, with the fixture principals' keys.
+fn setup_with_existing(url: &str) -> Memory {
+    let mem = Memory::open(
+        StoreLocation::Postgres(url.to_string())
+            .open(OpenMode::Existing)
+            .unwrap(),
+    )
+    .unwrap();
+    common::load_fixture_keys(&mem);
+    mem
 }

@@ -29,7 +29,9 @@ pub use backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
 pub use location::{OpenMode, STORE_FILE, StoreLocation};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
-pub use postgres::{PENDING_MERGE_EVERY, POSTGRES_SCHEMA_VERSION, PostgresStore, RETRY_FOR};
+pub use postgres::{
+    PENDING_MERGE_EVERY, POSTGRES_SCHEMA_VERSION, PostgresStore, RETRY_FOR, SEARCH_PARTITION,
+};
 pub use rows::{
     AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, EntryRow, ForgottenRow,
     IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote, ValueRows,

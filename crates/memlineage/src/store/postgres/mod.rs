@@ -32,6 +32,7 @@
 
 mod append;
 mod conn;
+mod partitions;
 mod pending;
 mod read;
 mod schema;
@@ -58,6 +59,7 @@ use std::time::{Duration, Instant};
 
 pub use pending::MERGE_EVERY as PENDING_MERGE_EVERY;
 pub use schema::SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION;
+pub use schema::SEARCH_PARTITION;
 
 /// How long an operation keeps retrying after the server became unreachable or aborted the
 /// transaction for a retryable reason (a restart takes a few seconds).
@@ -78,6 +80,8 @@ pub struct PostgresStore {
     read_only: bool,
     /// The full-text index's pending list, merged after appends (`pending.rs`).
     merge: pending::PendingMerge,
+    /// The full-text documents' partitions this value knows to exist (`partitions.rs`).
+    partitions: Arc<partitions::Partitions>,
 }
 
 impl PostgresStore {
@@ -115,6 +119,7 @@ impl PostgresStore {
             commits: AtomicU64::new(0),
             read_only,
             merge: pending::PendingMerge::default(),
+            partitions: Arc::default(),
         };
         store.prepare(mode)?;
         Ok(store)
@@ -211,29 +216,29 @@ impl PostgresStore {
         }
     }
 
-    /// One append attempt on `conn`: the first entry's index and the number of full-text
-    /// documents appended.
+    /// One append attempt on `conn`: the first entry's index and the full-text documents
+    /// appended.
     fn try_append(
         &self,
         conn: &mut Conn,
         guard: &mut AppendGuard<'_>,
-    ) -> Result<(u64, u64), Attempt> {
+    ) -> Result<(u64, pending::Documents), Attempt> {
         let body = (|| -> Result<Written, Error> {
             // The lock first, then the size: the second statement takes its snapshot once the
             // lock is granted, so it sees every append committed before. One round trip.
             let rows = conn.simple_rows(LOCK_HEAD)?;
             let first = head_size(&rows)?;
             let batch = guard.run(&Reader::new(conn), first)?;
+            let documents = documents(&batch);
+            if documents.count > 0 {
+                self.partitions
+                    .ensure(conn, documents.lowest, documents.highest)?;
+            }
             append::write(conn, &batch, guard)?;
-            let documents = batch
-                .entries
-                .iter()
-                .filter(|e| e.search_text.is_some())
-                .count();
             Ok(Written {
                 first,
                 marker: batch.entries.first().map(|e| (e.id, e.index)),
-                documents: documents as u64,
+                documents,
             })
         })();
         let Written {
@@ -248,7 +253,13 @@ impl PostgresStore {
             }
         };
         match conn.batch("COMMIT") {
-            Ok(()) => Ok((first, documents)),
+            Ok(()) => {
+                if documents.count > 0 {
+                    self.partitions
+                        .exist_upto(partitions::of(documents.highest));
+                }
+                Ok((first, documents))
+            }
             // The server answered: it did not commit.
             Err(e) if !conn.is_closed() => Err(Attempt::Before(e)),
             Err(e) => Err(Attempt::InDoubt(Box::new(InDoubt { first, marker, e }))),
@@ -311,7 +322,22 @@ struct Written {
     /// The first entry's id and index, to look up when the commit gets no answer.
     marker: Option<(EntryId, u64)>,
     /// Full-text documents appended.
-    documents: u64,
+    documents: pending::Documents,
+}
+
+/// The full-text documents of a batch: how many, and their lowest and highest leaf index.
+fn documents(batch: &super::rows::AppendBatch) -> pending::Documents {
+    let mut d = pending::Documents {
+        count: 0,
+        lowest: u64::MAX,
+        highest: 0,
+    };
+    for e in batch.entries.iter().filter(|e| e.search_text.is_some()) {
+        d.count += 1;
+        d.lowest = d.lowest.min(e.index);
+        d.highest = d.highest.max(e.index);
+    }
+    d
 }
 
 /// How an append attempt failed.
@@ -466,7 +492,7 @@ impl Backend for PostgresStore {
                 Ok((first, documents)) => {
                     self.committed();
                     drop(conn);
-                    self.merge.appended(&self.pool, documents);
+                    self.merge.appended(&self.pool, &self.partitions, documents);
                     return Ok(first);
                 }
                 Err(Attempt::Before(e)) => {

@@ -16,11 +16,18 @@
 //! changes in what is indexed or found: pending entries are searched like merged ones, and a
 //! merge interrupted by a crash is redone by the next one (it is WAL-logged).
 //!
+//! The documents are partitioned by leaf index (schema version 4), each partition with its own
+//! GIN index, so a merge goes to the partitions the documents went to — normally the newest
+//! one, whose index holds fewer than `SEARCH_PARTITION` entries whatever the size of the log.
+//! The same background step makes the next partition once the newest documents are past the
+//! middle of theirs (`partitions.rs`).
+//!
 //! `gin_clean_pending_list` is allowed to the index's owner only. A writer connected as another
 //! role gets `42501` once, says so in the log, and stops trying: the server then merges as
 //! before (inside an append, or by autovacuum).
 
 use super::conn::{Pool, sqlstate};
+use super::partitions::{self, Partitions};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -34,44 +41,81 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// same saturated throughput (`docs/performance.md`, "Open loop").
 pub const MERGE_EVERY: u64 = 768;
 
-/// The statement that merges the list.
-const MERGE: &str = "SELECT gin_clean_pending_list('search_terms'::regclass)";
+/// The statement that merges the lists of the partitions `$1..=$2` (a partition that does not
+/// exist is skipped: `to_regclass` gives NULL, and the function is strict).
+const MERGE: &str = "SELECT gin_clean_pending_list(to_regclass('search_p' || k || '_terms')) \
+                     FROM generate_series($1::int8, $2::int8) AS k";
 
 /// SQLSTATE `insufficient_privilege`: the role does not own the index.
 const NOT_OWNER: &str = "42501";
 
 /// The merge state of one store value.
-#[derive(Default)]
 pub(super) struct PendingMerge {
     /// Documents appended since the last merge began.
     appended: AtomicU64,
+    /// The lowest and highest leaf index of those documents (`u64::MAX` and 0 when none).
+    lowest: AtomicU64,
+    highest: AtomicU64,
     /// A merge is running.
     running: Arc<AtomicBool>,
     /// The role may not merge (not the index's owner): never try again.
     refused: Arc<AtomicBool>,
 }
 
+impl Default for PendingMerge {
+    fn default() -> Self {
+        PendingMerge {
+            appended: AtomicU64::new(0),
+            lowest: AtomicU64::new(u64::MAX),
+            highest: AtomicU64::new(0),
+            running: Arc::default(),
+            refused: Arc::default(),
+        }
+    }
+}
+
+/// Committed documents: how many, and the lowest and highest of their leaf indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Documents {
+    pub(super) count: u64,
+    pub(super) lowest: u64,
+    pub(super) highest: u64,
+}
+
 impl PendingMerge {
     /// Notes `documents` appended and committed; starts a merge in the background when enough
-    /// were and none is running. Returns whether it started one.
-    pub(super) fn appended(&self, pool: &Arc<Pool>, documents: u64) -> bool {
-        if documents == 0 || self.refused.load(Ordering::Relaxed) {
+    /// were and none is running (which also makes the next partition when it is due). Returns
+    /// whether it started one.
+    pub(super) fn appended(
+        &self,
+        pool: &Arc<Pool>,
+        parts: &Arc<Partitions>,
+        documents: Documents,
+    ) -> bool {
+        if documents.count == 0 || self.refused.load(Ordering::Relaxed) {
             return false;
         }
-        let total = self.appended.fetch_add(documents, Ordering::Relaxed) + documents;
+        self.lowest.fetch_min(documents.lowest, Ordering::Relaxed);
+        self.highest.fetch_max(documents.highest, Ordering::Relaxed);
+        let total = self.appended.fetch_add(documents.count, Ordering::Relaxed) + documents.count;
         if total < MERGE_EVERY || self.running.swap(true, Ordering::AcqRel) {
             return false;
         }
         self.appended.store(0, Ordering::Relaxed);
-        let (pool, running, refused) = (
+        let lowest = self.lowest.swap(u64::MAX, Ordering::Relaxed);
+        let highest = self.highest.swap(0, Ordering::Relaxed);
+        let (pool, parts, running, refused) = (
             Arc::clone(pool),
+            Arc::clone(parts),
             Arc::clone(&self.running),
             Arc::clone(&self.refused),
         );
         let spawned = std::thread::Builder::new()
             .name("memlineage-pg-merge".into())
             .spawn(move || {
-                merge(&pool, &refused);
+                let (from, to) = (partitions::of(lowest.min(highest)), partitions::of(highest));
+                merge(&pool, &refused, from, to);
+                ahead(&pool, &parts, highest);
                 running.store(false, Ordering::Release);
             });
         if spawned.is_err() {
@@ -82,11 +126,33 @@ impl PendingMerge {
     }
 }
 
-/// Merges the pending list once. Failures are left to the next merge (a server restarting, a
-/// lost connection) or, for a role that may not merge, end the merging.
-fn merge(pool: &Pool, refused: &AtomicBool) {
+/// Makes the partition after the one of leaf index `highest` when it is due and not known to
+/// exist. A failure is left to the append that needs the partition (it makes it then).
+fn ahead(pool: &Pool, parts: &Partitions, highest: u64) {
+    let next = partitions::of(highest).saturating_add(1);
+    if !partitions::next_is_due(highest) || parts.known(next) {
+        return;
+    }
     let outcome = pool.get().and_then(|mut conn| {
-        let r = conn.query(MERGE, &[]);
+        let r = partitions::make(&mut conn, next, next);
+        if r.is_err() && !conn.is_closed() {
+            conn.discard();
+        }
+        r
+    });
+    match outcome {
+        Ok(()) => parts.exist_upto(next),
+        Err(e) => tracing::debug!("making the full-text partition {next} ahead failed: {e}"),
+    }
+}
+
+/// Merges the pending lists of partitions `from..=to` once. Failures are left to the next
+/// merge (a server restarting, a lost connection) or, for a role that may not merge, end the
+/// merging.
+fn merge(pool: &Pool, refused: &AtomicBool, from: u64, to: u64) {
+    let outcome = pool.get().and_then(|mut conn| {
+        let (from, to) = (super::read::to_i64(from)?, super::read::to_i64(to)?);
+        let r = conn.query(MERGE, &[&from, &to]);
         if r.is_err() && !conn.is_closed() {
             // The statement ran outside a transaction block; nothing to roll back, but a
             // connection whose state is unknown is not returned.
@@ -98,8 +164,9 @@ fn merge(pool: &Pool, refused: &AtomicBool) {
         if sqlstate(&e) == Some(NOT_OWNER) {
             refused.store(true, Ordering::Relaxed);
             tracing::warn!(
-                "this role does not own the full-text index `search_terms`, so its pending list \
-                 is merged by PostgreSQL inside appends (slower) instead of in the background: {e}"
+                "this role does not own the full-text index's partitions (`search_p<k>_terms`), so \
+                 their pending lists are merged by PostgreSQL inside appends (slower) instead of \
+                 in the background: {e}"
             );
         } else {
             tracing::debug!("merging the full-text index's pending list failed: {e}");

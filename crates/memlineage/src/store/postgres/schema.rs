@@ -37,10 +37,20 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         description: "the value index: keys of the typed values each content entry carries (issue 19)",
         sql: V3,
     },
+    Migration {
+        version: 4,
+        description: "full-text documents partitioned by leaf index, one GIN index per 32,768 entries",
+        sql: V4,
+    },
 ];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
+
+/// The leaf indices of one partition of the full-text documents (version 4): partition `k`
+/// holds the documents of entries `k × SEARCH_PARTITION ..< (k + 1) × SEARCH_PARTITION`. The
+/// value is part of the schema (the SQL of [`V4`] holds it too; a test checks they agree).
+pub const SEARCH_PARTITION: u64 = 32_768;
 
 /// The table of applied migrations.
 const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS memlineage_schema (
@@ -133,6 +143,68 @@ CREATE TABLE value_keys (
     idx bigint NOT NULL,                 -- = entries.idx
     PRIMARY KEY (key, idx)
 );
+";
+
+/// Version 4: the full-text documents partitioned by leaf index, each partition with a GIN
+/// index of its own (`search_p<k>_terms`).
+///
+/// Why: appends take new documents into the GIN index's pending list, and merging that list
+/// into the index costs more the larger the index is — over one unpartitioned index of 131,000
+/// entries a merge of 768 documents grew from 22.6 to 42.9 ms and the log's server CPU per
+/// entry from 52 to 71 µs (`docs/performance.md`, "Open loop"), so appends slowed as the store
+/// grew. Appends only ever reach the newest partition, so its index stays below
+/// [`SEARCH_PARTITION`] entries whatever the size of the log and the cost of a merge stays
+/// bounded; a search reads every partition's index (the query is the same: the parent table).
+///
+/// `memlineage_search_partition(k)` makes partition `k` when it does not exist: an empty table
+/// with its primary key and GIN index, then attached (`ATTACH PARTITION` takes `SHARE UPDATE
+/// EXCLUSIVE` on the parent: appends and searches go on meanwhile, where `CREATE TABLE …
+/// PARTITION OF` would block them). Callers are serialised by a transaction-scoped advisory
+/// lock, so an append (which calls it holding the log head, for the partitions its batch
+/// reaches) and a writer making the next partition ahead in the background (holding nothing
+/// else) never race. It runs with its owner's rights (`SECURITY DEFINER`, the role that
+/// migrated the store and owns `search`; its `search_path` fixed to the store's schema), so a
+/// writer connected as another role, which may insert into `search` but not alter it, still
+/// reaches a new partition. The existing documents move into the partitioned table here, and
+/// partition 0 is made even for an empty store.
+const V4: &str = "
+ALTER TABLE search RENAME TO search_v3;
+ALTER INDEX search_terms RENAME TO search_v3_terms;
+ALTER INDEX search_pkey RENAME TO search_v3_pkey;
+CREATE TABLE search (
+    idx   bigint NOT NULL,               -- = entries.idx of a live, indexed entry
+    scope text NOT NULL,                 -- copy of the signed scope (pre-filter)
+    len   integer NOT NULL,              -- tokens in the text
+    terms text[] NOT NULL,               -- distinct terms
+    tfs   integer[] NOT NULL,            -- their frequencies, in the order of terms
+    PRIMARY KEY (idx)
+) PARTITION BY RANGE (idx);
+CREATE INDEX search_terms ON search USING gin (array_to_tsvector(terms));
+CREATE FUNCTION memlineage_search_partition(k bigint) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
+DECLARE
+    size constant bigint := 32768;
+    t text := 'search_p' || k;
+BEGIN
+    IF k < 0 OR k > 9223372036854775807 / size - 1 THEN
+        RAISE EXCEPTION 'no full-text partition %', k;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext('memlineage_search_partition'));
+    IF to_regclass(quote_ident(t)) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('CREATE TABLE %I (LIKE search INCLUDING DEFAULTS)', t);
+    EXECUTE format('ALTER TABLE %I ADD PRIMARY KEY (idx)', t);
+    EXECUTE format('CREATE INDEX %I ON %I USING gin (array_to_tsvector(terms))', t || '_terms', t);
+    EXECUTE format('ALTER TABLE search ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
+                   t, k * size, (k + 1) * size);
+    RETURN true;
+END
+$fn$;
+SELECT memlineage_search_partition(k)
+FROM generate_series(0, COALESCE((SELECT max(idx) FROM search_v3) / 32768, 0)) AS k;
+INSERT INTO search (idx, scope, len, terms, tfs) SELECT idx, scope, len, terms, tfs FROM search_v3;
+DROP TABLE search_v3;
 ";
 
 /// SQLSTATEs of a lost race between two processes migrating at once: a unique violation (the
@@ -231,5 +303,81 @@ mod tests {
         assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(SCHEMA_VERSION));
         assert!(check_supported(SCHEMA_VERSION).is_ok());
         assert!(check_supported(SCHEMA_VERSION + 1).is_err());
+    }
+
+    /// A store of version 3 with documents below and above the first partition's end moves
+    /// them into their partitions, where the parent table still finds them by their terms.
+    #[test]
+    fn version_4_moves_the_documents_into_partitions() {
+        let Some(cluster) = memlineage_pgtest::shared() else {
+            return;
+        };
+        let config: postgres::Config = cluster.database().parse().unwrap();
+        let mut conn = Conn::connect(&config).unwrap();
+        conn.batch(VERSION_TABLE).unwrap();
+        for m in &MIGRATIONS[..3] {
+            conn.batch(m.sql).unwrap();
+            let v = i32::try_from(m.version).unwrap();
+            conn.execute(
+                "INSERT INTO memlineage_schema (version, description) VALUES ($1, 'test')",
+                &[&v],
+            )
+            .unwrap();
+        }
+        let beyond = i64::try_from(SEARCH_PARTITION).unwrap() + 5;
+        conn.execute(
+            "INSERT INTO search (idx, scope, len, terms, tfs) VALUES \
+             (0, 'a', 2, '{rent,due}', '{1,1}'), (7, 'a', 1, '{rent}', '{1}'), \
+             ($1, 'a/b', 3, '{rent,vault}', '{2,1}')",
+            &[&beyond],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), SCHEMA_VERSION);
+        assert_eq!(version(&mut conn).unwrap(), Some(SCHEMA_VERSION));
+        let count = |conn: &mut Conn, sql: &str| -> i64 { conn.query(sql, &[]).unwrap()[0].get(0) };
+        assert_eq!(count(&mut conn, "SELECT count(*) FROM search_p0"), 2);
+        assert_eq!(count(&mut conn, "SELECT count(*) FROM search_p1"), 1);
+        assert_eq!(
+            count(
+                &mut conn,
+                "SELECT count(*) FROM search WHERE array_to_tsvector(terms) @@ 'rent'::tsquery"
+            ),
+            3
+        );
+        let rows = conn
+            .query(
+                "SELECT idx FROM search WHERE array_to_tsvector(terms) @@ 'vault'::tsquery",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].get::<_, i64>(0), beyond);
+        // Making a partition again changes nothing; a negative one is refused.
+        let made: bool = conn
+            .query("SELECT memlineage_search_partition(1)", &[])
+            .unwrap()[0]
+            .get(0);
+        assert!(!made);
+        assert!(
+            conn.query("SELECT memlineage_search_partition(-1)", &[])
+                .is_err()
+        );
+        let _ = conn.batch("ROLLBACK");
+        // A document whose partition does not exist is refused, not lost elsewhere.
+        let far = i64::try_from(SEARCH_PARTITION * 9).unwrap();
+        assert!(
+            conn.execute(
+                "INSERT INTO search (idx, scope, len, terms, tfs) VALUES ($1, 'a', 0, '{}', '{}')",
+                &[&far],
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn the_partition_size_is_the_one_the_sql_uses() {
+        let size = SEARCH_PARTITION.to_string();
+        assert!(V4.contains(&format!("size constant bigint := {size};")));
+        assert!(V4.contains(&format!("search_v3) / {size}, 0)")));
     }
 }
