@@ -450,3 +450,82 @@ fn semantic_search_without_a_model_says_what_to_do() {
         .unwrap_err();
     assert!(e.to_string().contains("fetch-embedding-model.sh"), "{e}");
 }
+
+/// The same on PostgreSQL (schema version 5): vectors stored at write time, read back by the
+/// next handle, a vector moved behind the program's back refused and recomputed, and a
+/// forgotten entry's row deleted.
+#[test]
+fn embeddings_on_postgres_are_stored_checked_and_read_back() {
+    let Some(e) = embedder() else { return };
+    let Some(cluster) = memlineage_pgtest::shared() else {
+        return;
+    };
+    let url = cluster.database();
+    let open = |mode| {
+        memlineage::StoreLocation::Postgres(url.clone())
+            .open(mode)
+            .unwrap()
+    };
+    let mem = setup_with(open(memlineage::OpenMode::Create))
+        .with_embedder(e.clone())
+        .unwrap();
+    for (scope, text) in FACTS {
+        mem.write(
+            WriteRequest::new(&p("agent"), EntryKind::Observation, *text)
+                .with_scope(Scope::new(scope).unwrap()),
+        )
+        .unwrap();
+    }
+    mem.checkpoint().unwrap();
+    drop(mem);
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let count = |db: &mut postgres::Client| -> i64 {
+        db.query_one("SELECT count(*) FROM embeddings", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(count(&mut db), 6);
+    let reopen = || {
+        let mem = Memory::open(open(memlineage::OpenMode::Existing))
+            .unwrap()
+            .with_embedder(e.clone())
+            .unwrap();
+        common::load_fixture_keys(&mem);
+        mem
+    };
+    let status = reopen().vector_index_status().unwrap();
+    assert_eq!((status.indexed, status.embedded, status.loaded), (6, 0, 6));
+    // Behind the program's back: the cello note gets the dentist's vector.
+    let idx = |db: &mut postgres::Client, text: &str| -> i64 {
+        db.query_one(
+            "SELECT idx FROM content WHERE bytes = $1",
+            &[&text.as_bytes()],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let (dentist, cello) = (idx(&mut db, FACTS[0].1), idx(&mut db, FACTS[5].1));
+    db.execute(
+        "UPDATE embeddings SET vector = (SELECT vector FROM embeddings WHERE idx = $1) \
+         WHERE idx = $2",
+        &[&dentist, &cello],
+    )
+    .unwrap();
+    let mem = reopen();
+    let status = mem.vector_index_status().unwrap();
+    let refused: Vec<u64> = status.rejected.iter().map(|r| r.index).collect();
+    assert_eq!(refused, [cello as u64], "{:?}", status.rejected);
+    assert_eq!((status.loaded, status.embedded), (5, 1));
+    let bob = Scope::new("acme/bob").unwrap();
+    let r = mem
+        .search_with("Who is the dentist?", &bob, 1, SearchMode::Semantic)
+        .unwrap();
+    assert_eq!(texts(&r), [FACTS[4].1]);
+    // Forgetting deletes the row; the audit passes.
+    let cello_id = mem.log(cello as u64, 1).unwrap()[0].entry.id();
+    mem.forget(&p("user"), &cello_id, false, "test").unwrap();
+    assert_eq!(count(&mut db), 5);
+    mem.checkpoint().unwrap();
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}

@@ -32,10 +32,25 @@ common::all_stores!(
     checkpoints_and_settings,
 );
 
-/// Stored embeddings (issue 17) on the backends that keep them. The PostgreSQL store does not
-/// keep them yet (it has the trait's provided no-op: semantic search there embeds again on
-/// each open; pgvector is open work, `docs/store.md`), so it is not in this list.
+/// Stored embeddings (issue 17), kept by every backend (PostgreSQL since its schema version 5;
+/// skipped where no PostgreSQL server can be started, unless `CI` is set).
 mod embeddings {
+    #[test]
+    fn postgres() {
+        if crate::common::backends::postgres_store().is_none() {
+            return;
+        }
+        super::embeddings_are_kept_by_model_for_live_entries_only(
+            crate::common::backends::postgres,
+        );
+    }
+    #[test]
+    fn audited_postgres() {
+        if crate::common::backends::postgres_store().is_none() {
+            return;
+        }
+        super::verify_reports_embeddings_that_do_not_check(crate::common::backends::postgres);
+    }
     #[test]
     fn sqlite_file() {
         super::embeddings_are_kept_by_model_for_live_entries_only(

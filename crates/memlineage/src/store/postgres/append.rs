@@ -304,6 +304,10 @@ fn forgotten(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
          WHERE one",
         &[&targets],
     )?;
+    conn.execute(
+        "DELETE FROM embeddings WHERE idx = ANY($1::int8[])",
+        &[&targets],
+    )?;
     if !erase.is_empty() {
         conn.execute(
             "UPDATE content SET bytes = NULL WHERE idx = ANY($1::int8[])",

@@ -32,6 +32,7 @@
 
 mod append;
 mod conn;
+mod embeddings;
 mod partitions;
 mod pending;
 mod read;
@@ -597,5 +598,15 @@ impl Backend for PostgresStore {
 
     fn read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn save_embeddings(&self, rows: &[EmbeddingRow]) -> Result<(), Error> {
+        self.writable()?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.with(|c| embeddings::save(c, rows))?;
+        self.committed();
+        Ok(())
     }
 }

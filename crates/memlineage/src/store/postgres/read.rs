@@ -6,7 +6,9 @@ use super::search;
 use crate::error::{Error, InputError, IntegrityCheck};
 use crate::store::backend::{BackendRead, TextIndex};
 use crate::store::provided::{erased_control, missing_node};
-use crate::store::rows::{ControlRecord, EntryLabels, IndexRow, StoredEntry, StoredNote};
+use crate::store::rows::{
+    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, StoredEntry, StoredNote,
+};
 use crate::store::text::SearchTerms;
 use memlineage_core::entry::{EntryKind, Scope};
 use memlineage_core::gate::ValueKey;
@@ -401,6 +403,14 @@ impl BackendRead for Reader<'_> {
 
     fn text_index(&self) -> &dyn TextIndex {
         self
+    }
+
+    fn embeddings(&self, model: &str, start: u64, limit: u64) -> Result<Vec<EmbeddingRow>, Error> {
+        self.with(|c| super::embeddings::read(c, model, start, limit))
+    }
+
+    fn embedding_models(&self) -> Result<Vec<String>, Error> {
+        self.with(super::embeddings::models)
     }
 
     fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {

@@ -42,10 +42,15 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         description: "full-text documents partitioned by leaf index, one GIN index per 32,768 entries",
         sql: V4,
     },
+    Migration {
+        version: 5,
+        description: "stored embeddings: vectors of entry contents by model (issue 17)",
+        sql: V5,
+    },
 ];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The leaf indices of one partition of the full-text documents (version 4): partition `k`
 /// holds the documents of entries `k × SEARCH_PARTITION ..< (k + 1) × SEARCH_PARTITION`. The
@@ -205,6 +210,20 @@ SELECT memlineage_search_partition(k)
 FROM generate_series(0, COALESCE((SELECT max(idx) FROM search_v3) / 32768, 0)) AS k;
 INSERT INTO search (idx, scope, len, terms, tfs) SELECT idx, scope, len, terms, tfs FROM search_v3;
 DROP TABLE search_v3;
+";
+
+/// Version 5: the stored embeddings (issue 17), the SQLite store's derived table
+/// (`docs/retrieval.md`, "Stored embeddings"): one row per entry and model, never signed, each
+/// bound to its entry by a SHA-256 the handle checks; rows of forgotten entries are deleted by
+/// the tombstone's append.
+const V5: &str = "
+CREATE TABLE embeddings (
+    idx     bigint NOT NULL,             -- = entries.idx
+    model   text NOT NULL,               -- the embedding model's id
+    vector  bytea NOT NULL,              -- little-endian f32 components
+    binding bytea NOT NULL,              -- SHA-256 binding to model, entry id, content hash
+    PRIMARY KEY (model, idx)
+);
 ";
 
 /// SQLSTATEs of a lost race between two processes migrating at once: a unique violation (the
