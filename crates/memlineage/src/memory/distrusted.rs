@@ -30,12 +30,11 @@ pub(crate) struct DistrustLog {
 }
 
 impl DistrustLog {
-    /// Replays the distrust records with index ≥ the last one seen. Each record's content must
-    /// match its signed content hash (the content is what names the target).
-    pub(crate) fn catch_up(&mut self, reader: &dyn BackendRead) -> Result<(), Error> {
-        // The size is read first: a record appended after it has an index at or above it and
-        // is found by the next catch-up, so advancing to it never skips one.
-        let size = reader.size()?;
+    /// Replays the distrust records with index ≥ the last one seen, the log's `size` having been
+    /// read (by `reader`) before: a record appended after that read has an index at or above it
+    /// and is found by the next catch-up, so advancing to it never skips one. Each record's
+    /// content must match its signed content hash (the content is what names the target).
+    pub(crate) fn catch_up_to(&mut self, reader: &dyn BackendRead, size: u64) -> Result<(), Error> {
         let records = reader.control_records(EntryKind::Distrust, self.next)?;
         self.apply_records(&records)?;
         self.next = self.next.max(size);

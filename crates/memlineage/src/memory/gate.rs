@@ -84,6 +84,9 @@ pub struct UnrecordedGate {
 /// Each entry's id and the ids of all its parents.
 type ParentLists = Vec<(EntryId, Vec<EntryId>)>;
 
+/// Each entry's id and its leaf index.
+type Positions = Vec<(EntryId, u64)>;
+
 /// Repair candidates drawn from the store, at most this many.
 const REPAIR_POOL: usize = 16;
 
@@ -123,7 +126,10 @@ impl Memory {
         policy: &Policy,
         req: &GateRequest,
     ) -> Result<UnrecordedGate, Error> {
-        let (context, mut parents) = self.context_entries(&req.context)?;
+        // The log size the decision's remembered answers are checked against and new ones are
+        // stamped with, read before anything else the decision reads (`carrier_cache.rs`).
+        let epoch = self.gate_epoch()?;
+        let (context, mut parents, mut positions) = self.context_entries(&req.context, epoch)?;
         let query = match (&req.repair_query, req.repair) {
             (Some(q), true) => Some(q.clone()),
             (None, true) => user_request(&context),
@@ -138,8 +144,9 @@ impl Memory {
                     .map(|e| e.entry.id())
                     .filter(|id| !req.context.contains(id))
                     .collect();
-                let (pool, pool_parents) = self.context_entries(&ids)?;
+                let (pool, pool_parents, pool_positions) = self.context_entries(&ids, epoch)?;
                 parents.extend(pool_parents);
+                positions.extend(pool_positions);
                 pool
             }
             None => Vec::new(),
@@ -149,7 +156,7 @@ impl Memory {
         let by_value =
             policy.is_sensitive(&req.call.name) && policy.provenance == gate::Provenance::Value;
         let ancestry = if by_value {
-            self.ancestry(context.iter().chain(&pool), parents)?
+            self.ancestry(context.iter().chain(&pool), parents, epoch)?
         } else {
             Ancestry::new()
         };
@@ -166,8 +173,7 @@ impl Memory {
                 keys.sort_unstable();
                 keys.dedup();
             }
-            let entries: Vec<&ContextEntry> = context.iter().chain(&pool).collect();
-            Some(self.first_carriers(&keys, req.readable.as_deref(), &entries)?)
+            Some(self.first_carriers_at(epoch, &keys, req.readable.as_deref(), positions)?)
         } else {
             None
         };
@@ -231,18 +237,27 @@ impl Memory {
     }
 
     /// Verified context entries with effective labels and taint paths, in the order of `ids`,
-    /// and the parent ids of each (every edge). An entry that fails verification is an error
+    /// the parent ids of each (every edge), and the leaf index of each. An entry that fails verification is an error
     /// naming it; one that retrieval does not return (forgotten, or a control record) is kept
-    /// at `EXTERNAL` (without content when it is erased or unreadable).
-    fn context_entries(&self, ids: &[EntryId]) -> Result<(Vec<ContextEntry>, ParentLists), Error> {
-        let r = self.recall(ids)?;
+    /// at `EXTERNAL` (without content when it is erased or unreadable). Taint paths are those
+    /// the handle remembers when `epoch` is given ([`Memory::gate_epoch`]).
+    fn context_entries(
+        &self,
+        ids: &[EntryId],
+        epoch: Option<u64>,
+    ) -> Result<(Vec<ContextEntry>, ParentLists, Positions), Error> {
+        // Verified as for a prompt; the gate renders nothing.
+        let r = self.recall_rendered(ids, false)?;
         if let Some(d) = r.dropped.first() {
             return Err(failed_verification(d));
         }
-        let mut found: BTreeMap<EntryId, (ContextEntry, Vec<EntryId>)> = BTreeMap::new();
+        let mut found: BTreeMap<EntryId, (ContextEntry, Vec<EntryId>, u64)> = BTreeMap::new();
         for v in &r.entries {
             let parents = v.entry.body().parents.iter().map(|p| p.id).collect();
-            found.insert(v.entry.id(), (self.context_entry(v)?, parents));
+            found.insert(
+                v.entry.id(),
+                (self.context_entry(v, epoch)?, parents, v.index),
+            );
         }
         let missing: Vec<EntryId> = ids
             .iter()
@@ -256,9 +271,9 @@ impl Memory {
             }
             for v in &hidden.entries {
                 let parents = v.entry.body().parents.iter().map(|p| p.id).collect();
-                let mut e = self.context_entry(v)?;
+                let mut e = self.context_entry(v, epoch)?;
                 untrusted_as_forgotten(&mut e);
-                found.insert(e.id, (e, parents));
+                found.insert(e.id, (e, parents, v.index));
             }
             for id in missing {
                 if found.contains_key(&id) {
@@ -266,11 +281,11 @@ impl Memory {
                 }
                 // A control record (or an entry retrieval does not return at all): its
                 // content is not something the gate can read as data.
-                let (writer, kind) = match self.reads().entry_by_id(&id)? {
+                let (writer, kind, index) = match self.reads().entry_by_id(&id)? {
                     Some(stored) => {
                         match memlineage_core::entry::SignedEntry::from_leaf(&stored.leaf) {
-                            Ok(e) => (e.body().writer.clone(), e.body().kind),
-                            Err(_) => (String::new(), EntryKind::Observation),
+                            Ok(e) => (e.body().writer.clone(), e.body().kind, stored.index),
+                            Err(_) => (String::new(), EntryKind::Observation, stored.index),
                         }
                     }
                     None => return Err(Error::NotFound(id)),
@@ -284,28 +299,36 @@ impl Memory {
                     taint_path: Vec::new(),
                 };
                 untrusted_as_forgotten(&mut e);
-                found.insert(id, (e, Vec::new()));
+                found.insert(id, (e, Vec::new(), index));
             }
         }
         let mut entries = Vec::with_capacity(ids.len());
         let mut parents = Vec::with_capacity(ids.len());
+        let mut positions = Vec::with_capacity(ids.len());
         let mut seen = std::collections::BTreeSet::new();
         for id in ids {
             if !seen.insert(*id) {
                 continue;
             }
-            if let Some((e, ps)) = found.remove(id) {
+            if let Some((e, ps, index)) = found.remove(id) {
                 parents.push((e.id, ps));
+                positions.push((e.id, index));
                 entries.push(e);
             }
         }
-        Ok((entries, parents))
+        Ok((entries, parents, positions))
     }
 
-    pub(super) fn context_entry(&self, v: &super::EntryView) -> Result<ContextEntry, Error> {
+    /// The gate's view of a verified entry: its effective label, and its taint path when it is
+    /// untrusted (remembered by the handle when `epoch` is given: [`Memory::gate_epoch`]).
+    pub(super) fn context_entry(
+        &self,
+        v: &super::EntryView,
+        epoch: Option<u64>,
+    ) -> Result<ContextEntry, Error> {
         let id = v.entry.id();
         let taint_path = if v.effective_label.is_untrusted() {
-            self.taint_path(&id)?
+            self.gate_taint_path(&id, epoch)?
         } else {
             Vec::new()
         };
@@ -328,6 +351,7 @@ impl Memory {
         &self,
         entries: impl Iterator<Item = &'e ContextEntry>,
         parents: ParentLists,
+        epoch: Option<u64>,
     ) -> Result<Ancestry, Error> {
         let by_id: BTreeMap<EntryId, &ContextEntry> = entries.map(|e| (e.id, e)).collect();
         let mut anc = Ancestry::new();
@@ -358,13 +382,31 @@ impl Memory {
             }
             let r = self.recall_lineage(&wanted)?;
             for v in &r.entries {
-                let entry = self.context_entry(v)?;
+                let entry = self.context_entry(v, epoch)?;
                 let ps: Vec<EntryId> = v.entry.body().parents.iter().map(|p| p.id).collect();
                 frontier.extend(ps.iter().copied());
                 anc.insert(entry.id, AncestryNode { entry, parents: ps });
             }
         }
         Ok(anc)
+    }
+}
+
+impl Memory {
+    /// The taint path of `id` ([`Memory::taint_path`]), remembered by the handle when `epoch`
+    /// is given: it runs over `id`'s ancestors, which never change, and their effective labels
+    /// and writers' classes, which only distrust and registry records change
+    /// (`carrier_cache.rs`).
+    fn gate_taint_path(&self, id: &EntryId, epoch: Option<u64>) -> Result<Vec<EntryId>, Error> {
+        let Some(stamp) = epoch else {
+            return self.taint_path(id);
+        };
+        if let Some(path) = self.carriers.taint_path(id) {
+            return Ok(path);
+        }
+        let path = self.taint_path(id)?;
+        self.carriers.remember_taint_path(*id, stamp, path.clone());
+        Ok(path)
     }
 }
 

@@ -8,6 +8,7 @@
 mod anchor;
 mod attribute;
 mod audit;
+mod carrier_cache;
 mod control;
 mod distrusted;
 mod effective;
@@ -121,6 +122,9 @@ pub struct Memory {
     /// The checks of retrieval whose passing answers this handle remembers
     /// (`verified_cache.rs`).
     verified: verified_cache::VerifiedCache,
+    /// The gate's earliest carriers and taint paths, kept until a record that can change them
+    /// lands (`carrier_cache.rs`).
+    carriers: carrier_cache::CarrierCache,
     /// The embedding model and vector index of semantic retrieval, when a model is attached
     /// (`semantic.rs`).
     semantic: Option<semantic::Semantic>,
@@ -246,6 +250,7 @@ impl Memory {
             verified_note: verified_note::VerifiedNote::default(),
             signatures: signature_helper::SignatureHelper::default(),
             verified: verified_cache::VerifiedCache::default(),
+            carriers: carrier_cache::CarrierCache::with_capacity(verified_cache::DEFAULT_CAPACITY),
             semantic: None,
             lexical: None,
             clock: Box::new(SystemClock),
@@ -260,18 +265,23 @@ impl Memory {
     }
 
     /// Sets how many verified answers of each kind (signatures, inclusions, signed labels)
-    /// this handle remembers across retrievals and gate calls (`verified_cache.rs`); 0
-    /// remembers nothing, so that every retrieval verifies everything from the store. The
-    /// default keeps 32,768 of each, about 6 MiB.
+    /// this handle remembers across retrievals and gate calls (`verified_cache.rs`), and how
+    /// many earliest carriers and taint paths the gate remembers until a registry, distrust or
+    /// tombstone record lands (`carrier_cache.rs`); 0 remembers nothing, so that every
+    /// retrieval verifies everything from the store and every gate decision looks everything
+    /// up. The default keeps 32,768 of each.
     pub fn with_verified_cache(mut self, capacity: usize) -> Memory {
         self.verified = verified_cache::VerifiedCache::with_capacity(capacity);
+        self.carriers = carrier_cache::CarrierCache::with_capacity(capacity);
         self
     }
 
     /// Forgets every verified answer this handle remembers (the next retrieval verifies its
-    /// entries' signatures, inclusions and parents' labels from the store again).
+    /// entries' signatures, inclusions and parents' labels from the store again, and the next
+    /// gate decision looks up its earliest carriers and taint paths again).
     pub fn forget_verified(&self) {
         self.verified.clear();
+        self.carriers.clear();
     }
 
     /// The keyring: load the secret keys this process signs with.

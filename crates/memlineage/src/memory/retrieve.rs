@@ -155,31 +155,55 @@ impl Memory {
                 }),
             }
         }
-        self.verify_for_prompt(snap, candidates, dropped, Some(scope), Forgotten::Skip)
+        self.verify_for_prompt(
+            snap,
+            candidates,
+            dropped,
+            Some(scope),
+            Forgotten::Skip,
+            true,
+        )
     }
 
     /// Verifies and renders the given entries, in the order given (the active context of a
     /// session, or the gate's context).
     pub fn recall(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
+        self.recall_rendered(ids, true)
+    }
+
+    /// [`Memory::recall`], with the prompt rendering (and its context hash) left empty when
+    /// `render` is false: for the gate, which reads the verified entries and renders nothing.
+    pub(crate) fn recall_rendered(
+        &self,
+        ids: &[EntryId],
+        render: bool,
+    ) -> Result<Retrieval, Error> {
         let snap = self.backend.snapshot()?;
         let candidates = ids
             .iter()
             .zip(entries_by_id(&*snap, ids))
             .map(|(id, stored)| stored?.ok_or(Error::NotFound(*id)))
             .collect::<Result<Vec<_>, Error>>()?;
-        self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Skip)
+        self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Skip, render)
     }
 
     /// Verifies the given entries like [`Memory::recall`], *including* forgotten ones (their
     /// content is absent when it was erased): for the gate's value provenance, which must
-    /// examine every ancestor of a context entry but never renders one into a prompt. Entries
-    /// missing from the log are left out.
+    /// examine every ancestor of a context entry but never renders one into a prompt (the
+    /// rendering is left empty). Entries missing from the log are left out.
     pub(crate) fn recall_lineage(&self, ids: &[EntryId]) -> Result<Retrieval, Error> {
         let snap = self.backend.snapshot()?;
         let candidates = entries_by_id(&*snap, ids)
             .filter_map(Result::transpose)
             .collect::<Result<Vec<_>, Error>>()?;
-        self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Include)
+        self.verify_for_prompt(
+            snap,
+            candidates,
+            Vec::new(),
+            None,
+            Forgotten::Include,
+            false,
+        )
     }
 
     /// [`Memory::recall_lineage`] of the entries at the given leaf indices (the value index
@@ -191,7 +215,14 @@ impl Memory {
             .into_iter()
             .flatten()
             .collect();
-        self.verify_for_prompt(snap, candidates, Vec::new(), None, Forgotten::Include)
+        self.verify_for_prompt(
+            snap,
+            candidates,
+            Vec::new(),
+            None,
+            Forgotten::Include,
+            false,
+        )
     }
 
     fn verify_for_prompt(
@@ -201,6 +232,7 @@ impl Memory {
         mut dropped: Vec<Dropped>,
         scope: Option<&Scope>,
         forgotten: Forgotten,
+        render: bool,
     ) -> Result<Retrieval, Error> {
         let Replayed {
             registry, distrust, ..
@@ -446,9 +478,14 @@ impl Memory {
                 entries.push(view);
             }
         }
-        let rendered_entries: Vec<RenderedEntry> = entries.iter().map(rendered_entry).collect();
-        let rendered = render_text(&rendered_entries);
-        let context_hash = context_hash(&rendered);
+        let (rendered, context_hash) = if render {
+            let rendered_entries: Vec<RenderedEntry> = entries.iter().map(rendered_entry).collect();
+            let rendered = render_text(&rendered_entries);
+            let hash = context_hash(&rendered);
+            (rendered, hash)
+        } else {
+            (String::new(), Hash256::default())
+        };
         Ok(Retrieval {
             entries,
             dropped,

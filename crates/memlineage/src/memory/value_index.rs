@@ -8,6 +8,7 @@
 //! cannot vouch for anything. What the index cannot prove is its own completeness: `verify`
 //! checks that every live content entry is indexed under every key it carries.
 
+use super::carrier_cache::{Carrier, scopes_key};
 use super::{EntryView, Memory};
 use crate::error::{Error, IntegrityCheck, IntegrityError};
 use crate::store::{BackendRead, ValueRows};
@@ -32,6 +33,36 @@ const CARRIER_STEP: usize = 16;
 /// Carriers of one key examined at most; beyond them the key counts as not looked up (an
 /// unexamined `EXTERNAL` carrier: fail closed).
 const MAX_CARRIERS_EXAMINED: usize = 256;
+// A resumed examination stops where a fresh one would only if the bound is a whole number of
+// steps (`Memory::first_carrier`).
+const _: () = assert!(MAX_CARRIERS_EXAMINED.is_multiple_of(CARRIER_STEP));
+
+/// How far the examination of one key's carriers got: the next log index to read carriers
+/// from, and how many carriers it examined.
+#[derive(Clone, Copy, Debug)]
+struct Examination {
+    from: u64,
+    examined: usize,
+}
+
+impl Examination {
+    const START: Examination = Examination {
+        from: 0,
+        examined: 0,
+    };
+}
+
+/// The outcome of examining one key's carriers.
+enum Lookup {
+    /// A carrier that counts; `verified` is false for one that failed verification (counted as
+    /// `EXTERNAL`, never remembered: a failure is looked up again).
+    At { first: FirstCarrier, verified: bool },
+    /// None counts, up to where the examination ended; `forged` when it met an index row
+    /// naming no entry of the log (never remembered).
+    Nowhere { end: Examination, forged: bool },
+    /// The bound was reached: the key counts as not looked up.
+    GaveUp,
+}
 
 /// The keys a stored entry is indexed under: those of its UTF-8 content, for entries that are
 /// not control records (the text the write path indexes).
@@ -105,6 +136,9 @@ impl Memory {
     ///
     /// A key whose carriers run past [`MAX_CARRIERS_EXAMINED`] without one that counts is left
     /// out: the gate then counts an unexamined `EXTERNAL` carrier.
+    ///
+    /// Every answer is looked up in the store here; the gate itself uses the answers its
+    /// handle remembers (`carrier_cache.rs`), which are the same.
     pub fn first_carriers(
         &self,
         keys: &[ValueKey],
@@ -112,41 +146,138 @@ impl Memory {
         entries: &[&ContextEntry],
     ) -> Result<FirstCarriers, Error> {
         let snap = self.backend.snapshot()?;
-        if !self.value_index_complete(&*snap)? {
-            return Err(IntegrityError::new(
-                IntegrityCheck::ValueIndex,
-                "the value index has not been filled for this store (made before it existed, and opened read-only since): open it once for writing, which fills it, before the gate decides on it",
-            )
-            .into());
-        }
-        let mut out = FirstCarriers::new();
+        let mut positions = Vec::with_capacity(entries.len());
         for e in entries {
             if let Some(l) = snap.labels_by_id(&e.id)? {
-                out.insert_position(e.id, l.index);
+                positions.push((e.id, l.index));
             }
         }
         drop(snap);
+        self.first_carriers_at(None, keys, readable, positions)
+    }
+
+    /// Brings the gate's remembered answers up to date with the log (`carrier_cache.rs`): reads
+    /// its size and, when it grew, the registry, distrust and tombstone records appended since
+    /// the last look, in one read snapshot. Returns the size, with which answers computed from
+    /// now on are stamped and against which remembered ones are used; `None` when nothing
+    /// remembered may be used (the handle remembers nothing).
+    pub(crate) fn gate_epoch(&self) -> Result<Option<u64>, Error> {
+        if !self.carriers.enabled() {
+            return Ok(None);
+        }
+        let snap = self.backend.snapshot()?;
+        let size = snap.size()?;
+        let from = self.carriers.scan_from(size);
+        let mut latest = None;
+        if from < size {
+            for kind in [
+                EntryKind::Registry,
+                EntryKind::Distrust,
+                EntryKind::Tombstone,
+            ] {
+                if let Some(r) = snap.control_records(kind, from)?.last() {
+                    latest = latest.max(Some(r.index));
+                }
+            }
+        }
+        Ok(self.carriers.scanned(from, size, latest).then_some(size))
+    }
+
+    /// [`Memory::first_carriers`] with the log positions of the context and pool entries
+    /// already known (`positions`: id and leaf index, as their verified views say), using and
+    /// keeping remembered answers when `epoch` (from [`Memory::gate_epoch`]) is given.
+    pub(crate) fn first_carriers_at(
+        &self,
+        epoch: Option<u64>,
+        keys: &[ValueKey],
+        readable: Option<&[Scope]>,
+        positions: impl IntoIterator<Item = (EntryId, u64)>,
+    ) -> Result<FirstCarriers, Error> {
+        if epoch.is_none() || !self.carriers.index_complete() {
+            if !self.value_index_complete(self.reads())? {
+                return Err(IntegrityError::new(
+                    IntegrityCheck::ValueIndex,
+                    "the value index has not been filled for this store (made before it existed, and opened read-only since): open it once for writing, which fills it, before the gate decides on it",
+                )
+                .into());
+            }
+            self.carriers.remember_index_complete();
+        }
+        let mut out = FirstCarriers::new();
+        for (id, index) in positions {
+            out.insert_position(id, index);
+        }
+        let scopes = scopes_key(readable);
         for key in keys {
-            if let Some(first) = self.first_carrier(key, readable)? {
-                out.insert(*key, first);
+            let (mut stamp, mut start) = (epoch, Examination::START);
+            if epoch.is_some() {
+                match self.carriers.carrier(key, &scopes) {
+                    Some((_, Carrier::At(first))) => {
+                        out.insert(*key, Some(first));
+                        continue;
+                    }
+                    Some((older, Carrier::Nowhere { from, examined })) => {
+                        // The answer holds below `from` since `older`; the carriers appended
+                        // since are examined now, as a fresh lookup would examine them.
+                        stamp = Some(older);
+                        start = Examination { from, examined };
+                    }
+                    None => {}
+                }
+            }
+            let remember = |answer: Carrier| {
+                if let Some(stamp) = stamp {
+                    self.carriers.remember_carrier(key, &scopes, stamp, answer);
+                }
+            };
+            match self.first_carrier(key, readable, start, epoch)? {
+                Lookup::At { first, verified } => {
+                    if verified {
+                        remember(Carrier::At(first.clone()));
+                    }
+                    out.insert(*key, Some(first));
+                }
+                Lookup::Nowhere { end, forged } => {
+                    if !forged {
+                        remember(Carrier::Nowhere {
+                            from: end.from,
+                            examined: end.examined,
+                        });
+                    }
+                    out.insert(*key, None);
+                }
+                Lookup::GaveUp => {}
             }
         }
         Ok(out)
     }
 
-    /// The answer for one key: `Some(None)` when no carrier counts, `None` when the examination
-    /// gave up.
+    /// The examination of one key's carriers, from `start`: in log order, [`CARRIER_STEP`] at
+    /// a time, up to [`MAX_CARRIERS_EXAMINED`] in all (a multiple of the step, so that an
+    /// examination resumed at any point stops exactly where a fresh one would).
     fn first_carrier(
         &self,
         key: &ValueKey,
         readable: Option<&[Scope]>,
-    ) -> Result<Option<Option<FirstCarrier>>, Error> {
-        let mut from = 0;
-        let mut examined = 0;
+        start: Examination,
+        epoch: Option<u64>,
+    ) -> Result<Lookup, Error> {
+        let Examination {
+            mut from,
+            mut examined,
+        } = start;
+        let mut forged = false;
         loop {
-            let indices = self.reads().value_carriers(key, from, CARRIER_STEP)?;
+            if examined >= MAX_CARRIERS_EXAMINED {
+                return Ok(Lookup::GaveUp);
+            }
+            let step = CARRIER_STEP.min(MAX_CARRIERS_EXAMINED - examined);
+            let indices = self.reads().value_carriers(key, from, step)?;
             let Some(&last) = indices.last() else {
-                return Ok(Some(None));
+                return Ok(Lookup::Nowhere {
+                    end: Examination { from, examined },
+                    forged,
+                });
             };
             let r = self.recall_lineage_at(&indices)?;
             let mut verified: BTreeMap<u64, &EntryView> =
@@ -156,18 +287,22 @@ impl Memory {
             for index in &indices {
                 examined += 1;
                 if let Some(id) = dropped.get(index) {
-                    return Ok(Some(Some(unverified(*index, *id))));
+                    return Ok(Lookup::At {
+                        first: unverified(*index, *id),
+                        verified: false,
+                    });
                 }
                 let Some(v) = verified.remove(index) else {
                     // Listed by the index but not in the log: a forged row.
+                    forged = true;
                     continue;
                 };
-                if let Some(first) = self.counts(v, key, readable)? {
-                    return Ok(Some(Some(first)));
+                if let Some(first) = self.counts(v, key, readable, epoch)? {
+                    return Ok(Lookup::At {
+                        first,
+                        verified: true,
+                    });
                 }
-            }
-            if examined >= MAX_CARRIERS_EXAMINED {
-                return Ok(None);
             }
             from = last + 1;
         }
@@ -180,6 +315,7 @@ impl Memory {
         v: &EntryView,
         key: &ValueKey,
         readable: Option<&[Scope]>,
+        epoch: Option<u64>,
     ) -> Result<Option<FirstCarrier>, Error> {
         let body = v.entry.body();
         if let Some(scopes) = readable
@@ -197,7 +333,7 @@ impl Memory {
         {
             return Ok(None);
         }
-        let mut entry = self.context_entry(v)?;
+        let mut entry = self.context_entry(v, epoch)?;
         entry.content = None;
         Ok(Some(FirstCarrier {
             index: v.index,

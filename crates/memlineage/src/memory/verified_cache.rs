@@ -170,15 +170,16 @@ fn signature_key(id: &EntryId, key: &[u8; 32], sig: &[u8; 64]) -> Hash256 {
     Hash256::of(&bytes)
 }
 
-/// A map that keeps its `capacity` most recently inserted keys.
-struct Bounded<K, V> {
+/// A map that keeps its `capacity` most recently inserted keys (also the tables of
+/// `carrier_cache.rs`).
+pub(super) struct Bounded<K, V> {
     capacity: usize,
     map: HashMap<K, V>,
     order: VecDeque<K>,
 }
 
 impl<K: Eq + Hash + Copy, V> Bounded<K, V> {
-    fn new(capacity: usize) -> Self {
+    pub(super) fn new(capacity: usize) -> Self {
         Bounded {
             capacity,
             map: HashMap::new(),
@@ -186,7 +187,7 @@ impl<K: Eq + Hash + Copy, V> Bounded<K, V> {
         }
     }
 
-    fn insert(&mut self, key: K, value: V) {
+    pub(super) fn insert(&mut self, key: K, value: V) {
         if self.capacity == 0 {
             return;
         }
@@ -200,19 +201,19 @@ impl<K: Eq + Hash + Copy, V> Bounded<K, V> {
         }
     }
 
-    fn get(&self, key: &K) -> Option<&V> {
+    pub(super) fn get(&self, key: &K) -> Option<&V> {
         self.map.get(key)
     }
 
-    fn contains(&self, key: &K) -> bool {
+    pub(super) fn contains(&self, key: &K) -> bool {
         self.map.contains_key(key)
     }
 
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
-    fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.map.clear();
         self.order.clear();
     }

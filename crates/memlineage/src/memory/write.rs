@@ -465,6 +465,9 @@ impl Memory {
             self.cache.offer(Replayed {
                 registry,
                 next,
+                // What the refresh before the append checked; the append's own records are
+                // replayed above, and `next` says so.
+                checked_to: cached.checked_to,
                 distrust: new_distrust.map_or(cached.distrust, Arc::new),
             })?;
         }
