@@ -408,12 +408,8 @@ fn a_remembered_answer_is_not_read_again() {
     let _ = mail;
 }
 
-const IBANS: [&str; 4] = [
-    "GB33 BUKB 2020 1555 5555 55",
-    "DE89 3704 0044 0532 0130 00",
-    "GB29 NWBK 6016 1331 9268 19",
-    "FR14 2004 1010 0505 0001 3M02 606",
-];
+/// Few values, so that carriers, forgets and distrusts meet the same values often.
+const IBANS: [&str; 2] = ["GB33 BUKB 2020 1555 5555 55", "DE89 3704 0044 0532 0130 00"];
 
 /// A seeded random run: a handle that remembers (and appends), a second one that remembers and
 /// only reads, and a third that remembers nothing, on one SQLite file; every gate decision of
@@ -479,18 +475,18 @@ fn interleavings(seed: u64, steps: usize) {
                     live.push(w.id);
                 }
             }
-            42..50 if !live.is_empty() => {
+            42..52 if !live.is_empty() => {
                 let i = below(live.len());
                 let target = live.swap_remove(i);
                 mem.forget(&p("operator"), &target, below(2) == 0, "random")
                     .unwrap();
             }
-            50..54 if !entries.is_empty() => {
+            52..55 if !entries.is_empty() => {
                 let target = entries[below(entries.len())];
                 mem.distrust(&p("operator"), DistrustTarget::Entry(target), "random")
                     .unwrap();
             }
-            54 => {
+            55 => {
                 let who = ["agent", "user"][below(2)];
                 mem.distrust(
                     &p("operator"),
@@ -499,7 +495,7 @@ fn interleavings(seed: u64, steps: usize) {
                 )
                 .unwrap();
             }
-            55..58 => {
+            56..58 => {
                 principals += 1;
                 let name = p(&format!("extra{principals}"));
                 let key = common::key(1000 + principals);
@@ -555,7 +551,7 @@ fn interleavings(seed: u64, steps: usize) {
 
 #[test]
 fn a_remembering_handle_decides_as_one_that_remembers_nothing() {
-    for seed in 0..6 {
-        interleavings(seed, 160);
+    for seed in 0..16 {
+        interleavings(seed, 200);
     }
 }
