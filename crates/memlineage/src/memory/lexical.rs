@@ -172,7 +172,7 @@ impl Memory {
     /// [`crate::search::lexical`] instead of the backend's full-text search, so its cost stays
     /// flat as the store grows. The index is built by the first search (one read of the log)
     /// and caught up with the log at every search after; it lives in memory (measured on the
-    /// benchmark's entries of ~180 bytes: 120 MiB and a 4.4 s first search at 10^6 entries). For handles that live long (a service, a gateway, an agent); a one-shot process
+    /// benchmark's entries of ~180 bytes: 145 MiB and a 4.4 s first search at 10^6 entries). For handles that live long (a service, a gateway, an agent); a one-shot process
     /// does better with the backend's search, which needs no build.
     pub fn with_lexical_index(mut self) -> Memory {
         self.lexical = Some(Lexical::default());

@@ -1,6 +1,6 @@
 //! The in-memory inverted index of posting blocks.
 
-use super::block::Block;
+use super::block::{Block, Posting};
 use super::bm25::Collection;
 use super::tokens::each_term;
 use std::collections::HashMap;
@@ -45,15 +45,14 @@ impl PostingList {
         if let Some(b) = self.blocks.get(at) {
             b.decode_into(&mut postings);
         }
-        match postings.binary_search_by_key(&doc, |p| p.0) {
-            Ok(i) => postings[i].1 = tf,
-            Err(i) => postings.insert(i, (doc, tf)),
+        let new = Posting { doc, tf, len };
+        match postings.binary_search_by_key(&doc, |p| p.doc) {
+            Ok(i) => postings[i] = new,
+            Err(i) => postings.insert(i, new),
         }
-        let (min_len, old_min) = (len, self.blocks.get(at).map_or(len, |b| b.min_len));
-        let len_bound = |_: u64| min_len.min(old_min);
         let rebuilt: Vec<Block> = postings
             .chunks(super::block::BLOCK)
-            .filter_map(|c| Block::from_postings(c, len_bound))
+            .filter_map(Block::from_postings)
             .collect();
         self.blocks
             .splice(at..(at + 1).min(self.blocks.len()), rebuilt);
@@ -214,10 +213,5 @@ impl LexicalIndex {
             .sum();
         let terms: usize = self.term_ids.keys().map(|t| t.len() + 32).sum();
         blocks + terms + self.docs.capacity() * std::mem::size_of::<Doc>()
-    }
-
-    /// Whether `doc` is live.
-    pub(super) fn is_live(&self, doc: u64) -> bool {
-        self.doc(doc).is_some()
     }
 }

@@ -7,9 +7,10 @@
 //! compared with a small slack (relative 1e-9), so that summation order cannot skip a document
 //! whose exact score would have entered.
 
+use super::block::Posting;
 use super::bm25::Collection;
 use super::index::{LexicalIndex, PostingList};
-use super::tokens::{MAX_QUERY_TERMS, query_terms};
+use super::tokens::query_terms;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -44,14 +45,16 @@ struct Cursor<'a> {
     ub: f64,
     block: usize,
     decoded: Option<usize>,
-    postings: Vec<(u64, u32)>,
+    postings: Vec<Posting>,
     pos: usize,
     /// Documents below this are never candidates from this term (its window); they are still
     /// scored exactly when another term proposes them.
     floor: u64,
     /// The block last decoded for a probe below the cursor, and its postings.
     probed: Option<usize>,
-    probe_postings: Vec<(u64, u32)>,
+    probe_postings: Vec<Posting>,
+    /// The bound of the block last asked for ([`Cursor::block_bound`]), by block position.
+    bound_of: Option<(usize, f64)>,
 }
 
 impl<'a> Cursor<'a> {
@@ -69,6 +72,7 @@ impl<'a> Cursor<'a> {
         }
         Cursor {
             floor,
+            bound_of: None,
             probed: None,
             probe_postings: Vec::new(),
             list,
@@ -90,17 +94,31 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The current block's bound and last document (`None` when exhausted).
-    fn block_bound(&self, c: &Collection) -> Option<(f64, u64)> {
+    /// The current block's bound and last document (`None` when exhausted). The bound is
+    /// computed once per block and query.
+    fn block_bound(&mut self, c: &Collection) -> Option<(f64, u64)> {
         let b = self.list.blocks.get(self.block)?;
-        Some((c.bound(self.idf, b.max_tf, b.min_len), b.last))
+        let bound = match self.bound_of {
+            Some((at, bound)) if at == self.block => bound,
+            _ => {
+                let bound = c.bound(self.idf, b.max_tf, b.min_len);
+                self.bound_of = Some((self.block, bound));
+                bound
+            }
+        };
+        Some((bound, b.last))
     }
 
-    /// The term frequency of `doc`, by random access (the cursor does not move): for a
-    /// document below the cursor's window.
-    fn probe(&mut self, doc: u64, stats: &mut TopKStats) -> u32 {
+    /// The term frequency of `doc` and its length, by random access (the cursor does not
+    /// move): for a document below the cursor's window. `(0, _)` when the term is not in `doc`.
+    fn probe(&mut self, doc: u64, stats: &mut TopKStats) -> (u32, u32) {
         let blocks = &self.list.blocks;
-        let at = blocks.partition_point(|b| b.last < doc);
+        // The block decoded last for a probe, when it covers `doc` (candidates ascend, so
+        // consecutive probes mostly fall in one block).
+        let at = match self.probed.and_then(|at| Some((at, blocks.get(at)?))) {
+            Some((at, b)) if b.first <= doc && doc <= b.last => at,
+            _ => blocks.partition_point(|b| b.last < doc),
+        };
         match blocks.get(at) {
             Some(b) if b.first <= doc => {
                 if self.probed != Some(at) {
@@ -108,24 +126,25 @@ impl<'a> Cursor<'a> {
                     self.probed = Some(at);
                     stats.blocks_decoded += 1;
                 }
-                match self.probe_postings.binary_search_by_key(&doc, |p| p.0) {
-                    Ok(i) => self.probe_postings[i].1,
-                    Err(_) => 0,
+                match self.probe_postings.binary_search_by_key(&doc, |p| p.doc) {
+                    Ok(i) => (self.probe_postings[i].tf, self.probe_postings[i].len),
+                    Err(_) => (0, 0),
                 }
             }
-            _ => 0,
+            _ => (0, 0),
         }
     }
 
     /// The term frequency of `doc`, the candidate being scored (documents arrive in ascending
-    /// order): from the cursor when `doc` is in its window, else by a probe.
-    fn tf_at(&mut self, doc: u64, stats: &mut TopKStats) -> u32 {
+    /// order), and its length: from the cursor when `doc` is in its window, else by a probe.
+    /// `(0, _)` when the term is not in `doc`.
+    fn tf_at(&mut self, doc: u64, stats: &mut TopKStats) -> (u32, u32) {
         if doc < self.floor {
             return self.probe(doc, stats);
         }
         match self.seek(doc, stats) {
-            Some((d, tf)) if d == doc => tf,
-            _ => 0,
+            Some(p) if p.doc == doc => (p.tf, p.len),
+            _ => (0, 0),
         }
     }
 
@@ -140,7 +159,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The first posting at or after `target` (decoding its block), or `None`.
-    fn seek(&mut self, target: u64, stats: &mut TopKStats) -> Option<(u64, u32)> {
+    fn seek(&mut self, target: u64, stats: &mut TopKStats) -> Option<Posting> {
         loop {
             self.shallow(target);
             let b = self.list.blocks.get(self.block)?;
@@ -150,8 +169,12 @@ impl<'a> Cursor<'a> {
                 self.pos = 0;
                 stats.blocks_decoded += 1;
             }
-            let rest = &self.postings[self.pos..];
-            self.pos += rest.partition_point(|p| p.0 < target);
+            // Candidates ascend, so the next posting is mostly the one wanted: a binary
+            // search only when the cursor must move.
+            if self.postings.get(self.pos).is_some_and(|p| p.doc < target) {
+                let rest = &self.postings[self.pos..];
+                self.pos += rest.partition_point(|p| p.doc < target);
+            }
             match self.postings.get(self.pos) {
                 Some(p) => return Some(*p),
                 // Only when the block's last document is below `target`, which `shallow`
@@ -254,6 +277,7 @@ impl LexicalIndex {
         for c in &cursors {
             idfs[c.slot] = c.idf;
         }
+        let mut bounds = vec![0.0f64; cursors.len()];
         let mut heap: BinaryHeap<Weakest> = BinaryHeap::with_capacity(k.min(1024) + 1);
         let mut theta = f64::NEG_INFINITY;
         let mut essential = 0usize;
@@ -262,8 +286,8 @@ impl LexicalIndex {
             // The next candidate: the smallest document of an essential list.
             let mut doc = u64::MAX;
             for c in &mut cursors[essential..] {
-                if let Some((d, _)) = c.seek(target.max(c.floor), &mut stats) {
-                    doc = doc.min(d);
+                if let Some(p) = c.seek(target.max(c.floor), &mut stats) {
+                    doc = doc.min(p.doc);
                 }
             }
             if doc == u64::MAX {
@@ -289,23 +313,23 @@ impl LexicalIndex {
                 }
             }
             target = doc.saturating_add(1);
-            if !self.is_live(doc) {
-                continue;
-            }
-            let len = self.doc(doc).unwrap_or(0);
+            // Scored from the postings alone (they carry the document's length): whether the
+            // document is live (a random access into the document table, the costliest read
+            // of a large index) is asked only when it would enter.
             tfs.iter_mut().for_each(|t| *t = 0);
             let mut partial = 0.0;
+            let mut len = 0u32;
             for c in &mut cursors[essential..] {
-                let tf = c.tf_at(doc, &mut stats);
+                let (tf, l) = c.tf_at(doc, &mut stats);
                 if tf > 0 {
                     tfs[c.slot] = tf;
-                    partial += col.term_score(c.idf, tf, len);
+                    len = l;
+                    partial += col.term_score(c.idf, tf, l);
                 }
             }
             // Non-essential terms, strongest first, while the bounds of their blocks at `doc`
             // can still make it competitive.
             let mut rest = 0.0;
-            let mut bounds = [0.0f64; MAX_QUERY_TERMS];
             for (i, c) in cursors[..essential].iter_mut().enumerate() {
                 bounds[i] = c.bound_at(doc, &col).map_or(0.0, |(b, _)| b);
                 rest += bounds[i];
@@ -318,10 +342,11 @@ impl LexicalIndex {
                 }
                 rest -= bounds[i];
                 let c = &mut cursors[i];
-                let tf = c.tf_at(doc, &mut stats);
+                let (tf, l) = c.tf_at(doc, &mut stats);
                 if tf > 0 {
                     tfs[c.slot] = tf;
-                    partial += col.term_score(c.idf, tf, len);
+                    len = l;
+                    partial += col.term_score(c.idf, tf, l);
                 }
             }
             if !competitive {
@@ -336,6 +361,10 @@ impl LexicalIndex {
                 }
             }
             if heap.len() == k && score <= theta {
+                continue;
+            }
+            // Removed (a forgotten entry): never returned.
+            if self.doc(doc).is_none() {
                 continue;
             }
             if !accept(doc) {
