@@ -62,17 +62,23 @@ fn connect(url: &str) -> postgres::Client {
     postgres::Client::connect(url, postgres::NoTls).unwrap()
 }
 
-#[test]
-fn a_batch_whose_rows_statement_fails_leaves_nothing_half_written() {
-    let Some(cluster) = memlineage_pgtest::shared() else {
-        return;
-    };
-    let url = cluster.database();
+/// A new store in a fresh database of the shared cluster, and its URL; `None` without
+/// PostgreSQL (outside CI).
+fn fresh_store() -> Option<(String, Memory)> {
+    let url = memlineage_pgtest::shared()?.database();
     let mem = setup_with(
         StoreLocation::Postgres(url.clone())
             .open(OpenMode::Create)
             .unwrap(),
     );
+    Some((url, mem))
+}
+
+#[test]
+fn a_batch_whose_rows_statement_fails_leaves_nothing_half_written() {
+    let Some((url, mem)) = fresh_store() else {
+        return;
+    };
     let first = mem.write_batch(batch("alpha", 8, None)).unwrap();
     let mut db = connect(&url);
     let before = counts(&mut db);
@@ -240,15 +246,9 @@ fn partition_exists(db: &mut postgres::Client, k: u64) -> bool {
 
 #[test]
 fn a_log_longer_than_a_partition_is_searched_whole() {
-    let Some(cluster) = memlineage_pgtest::shared() else {
+    let Some((url, mem)) = fresh_store() else {
         return;
     };
-    let url = cluster.database();
-    let mem = setup_with(
-        StoreLocation::Postgres(url.clone())
-            .open(OpenMode::Create)
-            .unwrap(),
-    );
     let mut db = connect(&url);
     assert!(partition_exists(&mut db, 0) && !partition_exists(&mut db, 1));
     // Past the middle of partition 0, the writer makes partition 1 ahead (in the background,

@@ -58,7 +58,11 @@ const FACTS: &[(&str, &str)] = &[
 
 /// A file store holding [`FACTS`] (agent observations in their scopes), checkpointed.
 fn store(path: &Path) -> Memory {
-    let mem = setup_with(SqliteStore::open(path).unwrap());
+    write_facts(setup_with(SqliteStore::open(path).unwrap()))
+}
+
+/// Writes [`FACTS`] (agent observations in their scopes) through `mem`, then checkpoints.
+fn write_facts(mem: Memory) -> Memory {
     for (scope, text) in FACTS {
         mem.write(
             WriteRequest::new(&p("agent"), EntryKind::Observation, *text)
@@ -207,18 +211,11 @@ fn an_entry_edited_behind_the_handle_is_dropped_not_rendered() {
 
 /// A file store holding [`FACTS`], written by a handle with the model attached.
 fn store_embedded(path: &Path, e: std::sync::Arc<dyn memlineage::search::TextEmbedder>) -> Memory {
-    let mem = setup_with(SqliteStore::open(path).unwrap())
-        .with_embedder(e)
-        .unwrap();
-    for (scope, text) in FACTS {
-        mem.write(
-            WriteRequest::new(&p("agent"), EntryKind::Observation, *text)
-                .with_scope(Scope::new(scope).unwrap()),
-        )
-        .unwrap();
-    }
-    mem.checkpoint().unwrap();
-    mem
+    write_facts(
+        setup_with(SqliteStore::open(path).unwrap())
+            .with_embedder(e)
+            .unwrap(),
+    )
 }
 
 fn reopen(path: &Path, e: std::sync::Arc<dyn memlineage::search::TextEmbedder>) -> Memory {
@@ -466,18 +463,11 @@ fn embeddings_on_postgres_are_stored_checked_and_read_back() {
             .open(mode)
             .unwrap()
     };
-    let mem = setup_with(open(memlineage::OpenMode::Create))
-        .with_embedder(e.clone())
-        .unwrap();
-    for (scope, text) in FACTS {
-        mem.write(
-            WriteRequest::new(&p("agent"), EntryKind::Observation, *text)
-                .with_scope(Scope::new(scope).unwrap()),
-        )
-        .unwrap();
-    }
-    mem.checkpoint().unwrap();
-    drop(mem);
+    drop(write_facts(
+        setup_with(open(memlineage::OpenMode::Create))
+            .with_embedder(e.clone())
+            .unwrap(),
+    ));
     let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let count = |db: &mut postgres::Client| -> i64 {
         db.query_one("SELECT count(*) FROM embeddings", &[])

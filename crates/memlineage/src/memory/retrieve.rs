@@ -196,14 +196,7 @@ impl Memory {
         let candidates = entries_by_id(&*snap, ids)
             .filter_map(Result::transpose)
             .collect::<Result<Vec<_>, Error>>()?;
-        self.verify_for_prompt(
-            snap,
-            candidates,
-            Vec::new(),
-            None,
-            Forgotten::Include,
-            false,
-        )
+        self.verify_lineage(snap, candidates)
     }
 
     /// [`Memory::recall_lineage`] of the entries at the given leaf indices (the value index
@@ -215,6 +208,16 @@ impl Memory {
             .into_iter()
             .flatten()
             .collect();
+        self.verify_lineage(snap, candidates)
+    }
+
+    /// The verification of the `recall_lineage` calls: forgotten entries included, nothing
+    /// rendered, no scope.
+    fn verify_lineage(
+        &self,
+        snap: Snapshot<'_>,
+        candidates: Vec<StoredEntry>,
+    ) -> Result<Retrieval, Error> {
         self.verify_for_prompt(
             snap,
             candidates,
