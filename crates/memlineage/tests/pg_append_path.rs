@@ -8,7 +8,9 @@
 //!   role that owns the index; a role that may not merge still appends (the server merges);
 //! - the full-text documents are partitioned by leaf index: a log longer than a partition is
 //!   searched whole, its next partition is made ahead of the appends that need it, and a
-//!   writer connected as another role reaches a new partition.
+//!   writer connected as another role reaches a new partition;
+//! - new documents are settled into the partitions outside the log head, and a forget that
+//!   races settles never leaves a forgotten entry's document behind.
 
 mod common;
 
@@ -48,7 +50,7 @@ fn counts(db: &mut postgres::Client) -> Vec<i64> {
     let row = db
         .query_one(
             "SELECT (SELECT count(*) FROM entries), (SELECT count(*) FROM content), \
-                    (SELECT count(*) FROM search), (SELECT count(*) FROM value_keys), \
+                    (SELECT count(*) FROM search_docs), (SELECT count(*) FROM value_keys), \
                     (SELECT count(*) FROM nodes), (SELECT count(*) FROM edges), \
                     (SELECT docs FROM search_stats), (SELECT length FROM search_stats), \
                     (SELECT size FROM log_head)",
@@ -138,6 +140,35 @@ fn pending(db: &mut postgres::Client) -> i64 {
     .get(0)
 }
 
+/// Documents not settled yet (schema version 6: in `search_recent`).
+fn unsettled(db: &mut postgres::Client) -> i64 {
+    db.query_one("SELECT count(*) FROM search_recent", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// Documents settled into the GIN-indexed partitions.
+fn settled(db: &mut postgres::Client) -> i64 {
+    db.query_one("SELECT count(*) FROM search", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// The live totals of the full-text statistics agree with the documents, wherever they are.
+fn assert_totals_agree(db: &mut postgres::Client) {
+    let row = db
+        .query_one(
+            "SELECT (SELECT docs FROM search_stats), (SELECT count(*) FROM search_docs), \
+                    (SELECT length FROM search_stats), \
+                    (SELECT COALESCE(sum(len), 0)::int8 FROM search_docs)",
+            &[],
+        )
+        .unwrap();
+    let (docs, counted, length, summed): (i64, i64, i64, i64) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!((docs, length), (counted, summed));
+}
+
 /// A store in a fresh database whose `search` table autovacuum leaves alone (so that only the
 /// store merges the pending list), with `pgstattuple` to look at the index; `None` (with a
 /// message) when the server lacks that contrib module, unless `CI` is set: then it panics.
@@ -184,17 +215,20 @@ fn the_pending_list_is_merged_after_appends() {
     );
     let mut db = connect(&url);
     write_until_a_merge(&mem);
-    // The merge runs in the background: wait for it (the list held PENDING_MERGE_EVERY
-    // documents, below the server's own 4 MB limit, so nothing else merges it).
+    // The settle and the merge run in the background: wait for both (the list held
+    // PENDING_MERGE_EVERY documents, below the server's own 4 MB limit, so nothing else merges
+    // it).
     let deadline = Instant::now() + Duration::from_secs(60);
-    while pending(&mut db) > 0 {
+    while unsettled(&mut db) > 0 || pending(&mut db) > 0 {
         assert!(
             Instant::now() < deadline,
-            "the pending list still holds {} documents",
+            "{} documents are not settled, {} wait in the pending list",
+            unsettled(&mut db),
             pending(&mut db)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert!(settled(&mut db) >= i64::try_from(PENDING_MERGE_EVERY).unwrap());
     // Merged entries are found as before.
     let hits = mem.search("round0", &Scope::default(), 300).unwrap();
     assert_eq!(hits.entries.len(), 256);
@@ -223,10 +257,16 @@ fn a_role_that_may_not_merge_still_appends() {
     );
     write_until_a_merge(&mem);
     mem.write_batch(batch("after", 256, None)).unwrap();
-    // The merge was refused (the role does not own the index): the documents wait in the list.
-    std::thread::sleep(Duration::from_millis(500));
-    let written = i64::try_from(PENDING_MERGE_EVERY.div_ceil(256) * 256 + 256).unwrap();
-    assert!(pending(&mut db) >= written);
+    // The settle ran with the owner's rights (`memlineage_search_settle`), but the merge was
+    // refused (the role does not own the index): the settled documents wait in the list.
+    let settle = i64::try_from(PENDING_MERGE_EVERY.div_ceil(256) * 256).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pending(&mut db) < settle {
+        assert!(Instant::now() < deadline, "the documents were not settled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(pending(&mut db) >= settle);
     let hits = mem.search("after", &Scope::default(), 300).unwrap();
     assert_eq!(hits.entries.len(), 256);
     mem.checkpoint().unwrap();
@@ -268,8 +308,8 @@ fn a_log_longer_than_a_partition_is_searched_whole() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // A writer connected as a role that may insert into the tables but owns none (so may not
-    // attach a partition to `search`) reaches partition 2, which nobody made ahead: its
-    // append makes it. (Opening a store needs CREATE on its schema: the version table.)
+    // attach a partition to `search`) reaches partition 2: its settles make it, with the
+    // owner's rights. (Opening a store needs CREATE on its schema: the version table.)
     let role = format!("partition_writer_{}", std::process::id());
     db.batch_execute(&format!(
         "CREATE ROLE {role} LOGIN; GRANT CREATE ON SCHEMA public TO {role}; \
@@ -277,19 +317,31 @@ fn a_log_longer_than_a_partition_is_searched_whole() {
     ))
     .unwrap();
     let other = setup_with_existing(&url.replacen("postgres@", &format!("{role}@"), 1));
-    while written < 2 * SEARCH_PARTITION + 10 {
+    while written < 2 * SEARCH_PARTITION + 2 * PENDING_MERGE_EVERY {
         written += other
             .write_batch(batch(&format!("late{round}"), 256, None))
             .unwrap()
             .len() as u64;
         round += 1;
     }
-    assert!(partition_exists(&mut db, 2));
-    let in_p2: i64 = db
-        .query_one("SELECT count(*) FROM search_p2", &[])
-        .unwrap()
-        .get(0);
-    assert!(in_p2 > 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let in_p2: i64 = if partition_exists(&mut db, 2) {
+            db.query_one("SELECT count(*) FROM search_p2", &[])
+                .unwrap()
+                .get(0)
+        } else {
+            0
+        };
+        if in_p2 > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing was settled in partition 2"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // Documents of every partition are found, and ranked as one index.
     let first = mem.search("early0", &Scope::default(), 300).unwrap();
     assert_eq!(first.entries.len(), 256);
@@ -310,6 +362,58 @@ fn a_log_longer_than_a_partition_is_searched_whole() {
             .len(),
         255
     );
+    assert_totals_agree(&mut db);
+    mem.checkpoint().unwrap();
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    assert!(report.ok(), "{:?}", report.problems);
+}
+
+/// Forgets racing settles: another session settles one document at a time, as fast as it can,
+/// while entries whose documents are in either table are forgotten. Afterwards no forgotten
+/// entry's document is anywhere, the totals agree with the documents, and search finds the
+/// rest.
+#[test]
+fn forgets_racing_settles_leave_no_forgotten_document() {
+    let Some((url, mem)) = fresh_store() else {
+        return;
+    };
+    // As many documents as the settler moves in about the time the forgets take.
+    let written = mem.write_batch(batch("race", 600, None)).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let settler = {
+        let (url, stop) = (url.clone(), std::sync::Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut db = connect(&url);
+            let mut moved = 0i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let row = db
+                    .query_one("SELECT moved FROM memlineage_search_settle(1)", &[])
+                    .unwrap();
+                moved += row.get::<_, i64>(0);
+            }
+            moved
+        })
+    };
+    let mut forgotten = Vec::new();
+    for e in written.iter().step_by(10) {
+        mem.forget(&p("user"), &e.id, false, "test").unwrap();
+        forgotten.push(i64::try_from(e.index).unwrap());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let moved = settler.join().unwrap();
+    assert!(moved > 0, "the settles ran beside the forgets");
+    let mut db = connect(&url);
+    let left: i64 = db
+        .query_one(
+            "SELECT count(*) FROM search_docs WHERE idx = ANY($1)",
+            &[&forgotten],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "a forgotten entry's document was left behind");
+    assert_totals_agree(&mut db);
+    let hits = mem.search("race", &Scope::default(), 700).unwrap();
+    assert_eq!(hits.entries.len(), 600 - forgotten.len());
     mem.checkpoint().unwrap();
     let report = mem.verify(&mut |_, _| {}).unwrap();
     assert!(report.ok(), "{:?}", report.problems);

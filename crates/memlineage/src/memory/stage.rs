@@ -56,6 +56,14 @@ pub(crate) struct Staged<'r> {
     in_batch: HashMap<EntryId, u64>,
 }
 
+impl Staged<'_> {
+    /// The lineage edges, each child's index its offset in the batch
+    /// ([`crate::store::AppendGuard::early_edges`]).
+    pub(crate) fn edges(&self) -> &[EdgeRow] {
+        &self.edges
+    }
+}
+
 /// Stages `records` ([`Staged`]): the work of an append that needs no lock. `count_terms`:
 /// the backend indexes the texts' counted terms ([`Backend::counts_terms`]).
 ///

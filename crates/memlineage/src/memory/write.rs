@@ -454,7 +454,9 @@ impl Memory {
             new_distrust = labels.into_distrust();
             stage::build(reader, first, &staged, &effects, settings.clone())
         };
-        let first = self.backend.append(&mut AppendGuard::new(&mut check))?;
+        let first = self
+            .backend
+            .append(&mut AppendGuard::new(&mut check).with_early_edges(staged.edges()))?;
         // Embeddings at write time, when a model is attached (derived data: `semantic.rs`).
         self.index_written();
         if new_registry.is_some() || new_distrust.is_some() {

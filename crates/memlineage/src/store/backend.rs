@@ -19,7 +19,7 @@
 //! `SQLITE_OPEN_READ_ONLY`, so not even a bug in this crate could write through it.
 
 use super::rows::{
-    AppendBatch, ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
+    AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
     StoredNote, ValueRows,
 };
 use super::text::SearchTerms;
@@ -362,6 +362,7 @@ pub(crate) type StageFn<'a> = dyn FnMut(WriteStage) -> Result<(), Error> + 'a;
 pub struct AppendGuard<'a> {
     check: &'a mut GuardFn<'a>,
     stages: Option<&'a mut StageFn<'a>>,
+    early_edges: &'a [EdgeRow],
 }
 
 impl<'a> AppendGuard<'a> {
@@ -369,7 +370,36 @@ impl<'a> AppendGuard<'a> {
         AppendGuard {
             check,
             stages: None,
+            early_edges: &[],
         }
+    }
+
+    /// The same checks; the batch's lineage edges are known before the transaction
+    /// ([`AppendGuard::early_edges`]).
+    pub(crate) fn with_early_edges(mut self, edges: &'a [EdgeRow]) -> AppendGuard<'a> {
+        self.early_edges = edges;
+        self
+    }
+
+    /// The lineage edges of the batch the guard will build, when the handle knew them before
+    /// the transaction (they do not depend on the batch's position in the log): a backend whose
+    /// appends serialise on a lock may write them inside its transaction *before* it takes the
+    /// lock, so that the lock is held for less. Their `child_index` is the child's offset in
+    /// the batch, not its leaf index. Empty when unknown: the batch's own edges are then the
+    /// ones to write. A backend that writes these must check that the batch's edges are the
+    /// same ([`AppendGuard::same_edges`]) and otherwise fail the append.
+    pub fn early_edges(&self) -> &'a [EdgeRow] {
+        self.early_edges
+    }
+
+    /// Whether `batch`'s edges are the early ones (parent, child and weight, in order).
+    pub fn same_edges(&self, batch: &AppendBatch) -> bool {
+        batch.edges.len() == self.early_edges.len()
+            && batch
+                .edges
+                .iter()
+                .zip(self.early_edges)
+                .all(|(a, b)| a.parent == b.parent && a.child == b.child && a.weight == b.weight)
     }
 
     /// The same checks, with `stages` called at each write stage (fault injection).
@@ -399,5 +429,47 @@ impl<'a> AppendGuard<'a> {
             Some(f) => f(stage),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(parent: &[u8], child: &[u8], bp: u16) -> EdgeRow {
+        EdgeRow {
+            parent: EntryId(Hash256::of(parent)),
+            child: EntryId(Hash256::of(child)),
+            child_index: 0,
+            weight: Weight::from_bp(bp).unwrap(),
+        }
+    }
+
+    fn batch(edges: Vec<EdgeRow>) -> AppendBatch {
+        AppendBatch {
+            edges,
+            ..AppendBatch::default()
+        }
+    }
+
+    /// A backend that wrote the early edges refuses a batch whose edges differ in any way
+    /// (parent, child, weight, order or number); the child's index is not compared (early
+    /// edges carry offsets).
+    #[test]
+    fn early_edges_must_be_the_batchs_edges() {
+        let early = vec![edge(b"p", b"c", 10_000), edge(b"q", b"c", 5_000)];
+        let mut check = |_: &dyn BackendRead, _: u64| Err(Error::internal("unused"));
+        let guard = AppendGuard::new(&mut check).with_early_edges(&early);
+        assert_eq!(guard.early_edges().len(), 2);
+        let mut moved = early.clone();
+        moved[0].child_index = 41;
+        assert!(guard.same_edges(&batch(moved)));
+        assert!(!guard.same_edges(&batch(vec![early[1], early[0]])));
+        assert!(!guard.same_edges(&batch(vec![early[0]])));
+        assert!(!guard.same_edges(&batch(vec![early[0], edge(b"q", b"c", 4_000)])));
+        assert!(!guard.same_edges(&batch(vec![early[0], edge(b"r", b"c", 5_000)])));
+        assert!(!guard.same_edges(&batch(vec![early[0], edge(b"q", b"d", 5_000)])));
+        let mut none = |_: &dyn BackendRead, _: u64| Err(Error::internal("unused"));
+        assert!(AppendGuard::new(&mut none).early_edges().is_empty());
     }
 }

@@ -1,5 +1,8 @@
 //! Writing one [`AppendBatch`] inside the append transaction, stage by stage ([`WriteStage`]).
 //!
+//! New full-text documents go to `search_recent`, a table without a GIN index (schema version
+//! 6): settling them into the indexed partitions happens after the commit (`pending.rs`).
+//!
 //! Every table gets one multi-row `INSERT … SELECT FROM unnest(…)` per batch, its columns sent
 //! as arrays, and the inserts of an ordinary batch are one statement ([`ROWS`]): a batch of
 //! 256 entries is one round trip while the log head is held, not thousands (nor ten). The rows
@@ -10,7 +13,7 @@ use super::read::to_i64;
 use super::search;
 use crate::error::Error;
 use crate::store::backend::{AppendGuard, WriteStage};
-use crate::store::rows::AppendBatch;
+use crate::store::rows::{AppendBatch, EdgeRow};
 use crate::store::text::TermCounts;
 use memlineage_core::EntryId;
 use std::collections::HashMap;
@@ -23,13 +26,17 @@ use std::collections::HashMap;
 /// round trip while it is held delays every other writer. The rows a control record changes
 /// (forgotten entries, raised labels) and a genesis batch's settings are separate statements,
 /// after it, when the batch has any.
+///
+/// `edges_written`: the batch's edges went in before the log head was taken
+/// ([`insert_edges`]); they are not written again.
 pub(super) fn write(
     conn: &mut Conn,
     batch: &AppendBatch,
     guard: &mut AppendGuard<'_>,
+    edges_written: bool,
 ) -> Result<(), Error> {
     settings(conn, batch)?;
-    rows(conn, batch)?;
+    rows(conn, batch, edges_written)?;
     guard.reached(WriteStage::Entries)?;
     guard.reached(WriteStage::Nodes)?;
     forgotten(conn, batch)?;
@@ -68,11 +75,8 @@ WITH entry_rows AS (
 ), content_rows AS (
     INSERT INTO content (idx, bytes) SELECT * FROM unnest($1::int8[], $8::bytea[])
 ), search_rows AS (
-    INSERT INTO search (idx, scope, len, terms, tfs)
-    SELECT d.idx, d.scope, d.len, string_to_array(d.terms, ' '),
-           string_to_array(d.tfs, ' ')::int4[]
-    FROM unnest($9::int8[], $10::text[], $11::int4[], $12::text[], $13::text[])
-         AS d(idx, scope, len, terms, tfs)
+    INSERT INTO search_recent (idx, scope, len, terms, tfs)
+    SELECT * FROM unnest($9::int8[], $10::text[], $11::int4[], $12::text[], $13::text[])
     RETURNING len
 ), search_totals AS (
     UPDATE search_stats SET docs = docs + (SELECT count(*) FROM search_rows),
@@ -91,7 +95,7 @@ UPDATE log_head SET size = $22 WHERE one";
 
 /// The new leaves with their content, full-text documents and value keys, the Merkle nodes,
 /// the edges and the log's new size, in one statement ([`ROWS`]).
-fn rows(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
+fn rows(conn: &mut Conn, batch: &AppendBatch, edges_written: bool) -> Result<(), Error> {
     let es = &batch.entries;
     let idx: Vec<i64> = es
         .iter()
@@ -107,7 +111,11 @@ fn rows(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
     let docs = Documents::of(batch)?;
     let (value_keys, value_idx) = values(batch)?;
     let (node_levels, node_idx, node_hashes) = nodes(batch)?;
-    let (parents, children, weights) = edges(batch);
+    let (parents, children, weights) = if edges_written {
+        (Vec::new(), Vec::new(), Vec::new())
+    } else {
+        edges(&batch.edges)
+    };
     let size = to_i64(batch.first + es.len() as u64)?;
     conn.execute(
         ROWS,
@@ -140,8 +148,9 @@ fn rows(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
 }
 
 /// The full-text documents of a batch's new entries, as the columns of [`ROWS`]: each
-/// document's distinct terms joined by a space, and their frequencies likewise, split again by
-/// the server (a term is a run of alphanumeric characters: it holds no space).
+/// document's distinct terms joined by a space, and their frequencies likewise, kept so in
+/// `search_recent` and split into arrays by the settle (a term is a run of alphanumeric
+/// characters: it holds no space).
 struct Documents<'b> {
     idx: Vec<i64>,
     scope: Vec<&'b str>,
@@ -228,23 +237,31 @@ fn nodes(batch: &AppendBatch) -> Result<NodeColumns<'_>, Error> {
 
 type EdgeColumns<'b> = (Vec<&'b [u8]>, Vec<&'b [u8]>, Vec<i32>);
 
-fn edges(batch: &AppendBatch) -> EdgeColumns<'_> {
-    let parents: Vec<&[u8]> = batch
-        .edges
+fn edges(edges: &[EdgeRow]) -> EdgeColumns<'_> {
+    let parents: Vec<&[u8]> = edges
         .iter()
         .map(|e| e.parent.as_bytes().as_slice())
         .collect();
-    let children: Vec<&[u8]> = batch
-        .edges
+    let children: Vec<&[u8]> = edges
         .iter()
         .map(|e| e.child.as_bytes().as_slice())
         .collect();
-    let weights: Vec<i32> = batch
-        .edges
-        .iter()
-        .map(|e| i32::from(e.weight.bp()))
-        .collect();
+    let weights: Vec<i32> = edges.iter().map(|e| i32::from(e.weight.bp())).collect();
     (parents, children, weights)
+}
+
+/// Inserts lineage edges known before the append takes the log head
+/// ([`AppendGuard::early_edges`]), inside its transaction: an edge is keyed by its child, a
+/// new entry, so it does not depend on the position, and a conflict (a store edited behind the
+/// program's back) fails the append as it would under the lock.
+pub(super) fn insert_edges(conn: &mut Conn, edges: &[EdgeRow]) -> Result<(), Error> {
+    let (parents, children, weights) = self::edges(edges);
+    conn.execute(
+        "INSERT INTO edges (parent, child, weight) \
+         SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::int4[])",
+        &[&parents, &children, &weights],
+    )?;
+    Ok(())
 }
 
 /// The last value for each key, in the order keys first appeared (a multi-row upsert may not
@@ -297,10 +314,20 @@ fn forgotten(conn: &mut Conn, batch: &AppendBatch) -> Result<(), Error> {
          ON CONFLICT (id) DO UPDATE SET tombstone = excluded.tombstone, erased = excluded.erased",
         &[&ids, &tombstones, &erased],
     )?;
+    // A document is either still in `search_recent` or settled into `search`; a settle
+    // running now could move it where this statement's snapshot would not see it, so the two
+    // are serialised by the settle's advisory lock (schema version 6), taken by a statement of
+    // its own: the deletion's snapshot, taken after, sees the settle's commit.
     conn.execute(
-        "WITH gone AS (DELETE FROM search WHERE idx = ANY($1::int8[]) RETURNING len)
-         UPDATE search_stats SET docs = docs - (SELECT count(*) FROM gone),
-                                 length = length - (SELECT COALESCE(sum(len), 0) FROM gone)
+        "SELECT pg_advisory_xact_lock(hashtext('memlineage_search_settle'))",
+        &[],
+    )?;
+    conn.execute(
+        "WITH gone AS (DELETE FROM search WHERE idx = ANY($1::int8[]) RETURNING len),
+              gone_recent AS (DELETE FROM search_recent WHERE idx = ANY($1::int8[]) RETURNING len),
+              both_gone AS (SELECT len FROM gone UNION ALL SELECT len FROM gone_recent)
+         UPDATE search_stats SET docs = docs - (SELECT count(*) FROM both_gone),
+                                 length = length - (SELECT COALESCE(sum(len), 0) FROM both_gone)
          WHERE one",
         &[&targets],
     )?;

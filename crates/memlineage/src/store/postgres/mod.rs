@@ -12,8 +12,9 @@
 //! **The log head is held briefly.** What does not depend on the position (signatures, leaf
 //! encodings, leaf hashes, value keys) is computed before the lock (`memory/stage.rs`); the
 //! lock and the size are one round trip, the rows one statement (`append.rs`), then the
-//! commit. The full-text index's pending list is merged after the commit, in the background
-//! (`pending.rs`), not by an insert that holds the lock.
+//! commit. New full-text documents go to a table without a GIN index; they are settled into
+//! the indexed partitions, and the index's pending list merged, after the commit, in the
+//! background (`pending.rs`), never by an insert that holds the lock.
 //!
 //! **Durability.** The commit returns after PostgreSQL flushed its WAL record
 //! (`synchronous_commit = on` is set on every connection whose server default is weaker), so
@@ -123,6 +124,9 @@ impl PostgresStore {
             partitions: Arc::default(),
         };
         store.prepare(mode)?;
+        if !read_only {
+            store.merge.catch_up(&store.pool, &store.partitions);
+        }
         Ok(store)
     }
 
@@ -225,17 +229,29 @@ impl PostgresStore {
         guard: &mut AppendGuard<'_>,
     ) -> Result<(u64, pending::Documents), Attempt> {
         let body = (|| -> Result<Written, Error> {
-            // The lock first, then the size: the second statement takes its snapshot once the
-            // lock is granted, so it sees every append committed before. One round trip.
-            let rows = conn.simple_rows(LOCK_HEAD)?;
+            // The edges, when known before (they do not depend on the position), go in before
+            // the lock: the log head is held for less.
+            let early = guard.early_edges();
+            let rows = if early.is_empty() {
+                // The lock first, then the size: the second statement takes its snapshot once
+                // the lock is granted, so it sees every append committed before. One round
+                // trip.
+                conn.simple_rows(LOCK_HEAD)?
+            } else {
+                conn.batch(BEGIN)?;
+                append::insert_edges(conn, early)?;
+                conn.simple_rows(LOCK_HEAD_IN_TRANSACTION)?
+            };
             let first = head_size(&rows)?;
             let batch = guard.run(&Reader::new(conn), first)?;
-            let documents = documents(&batch);
-            if documents.count > 0 {
-                self.partitions
-                    .ensure(conn, documents.lowest, documents.highest)?;
+            let edges_written = !early.is_empty();
+            if edges_written && !guard.same_edges(&batch) {
+                return Err(Error::internal(
+                    "the append guard built a batch whose lineage edges are not the ones it staged",
+                ));
             }
-            append::write(conn, &batch, guard)?;
+            let documents = documents(&batch);
+            append::write(conn, &batch, guard, edges_written)?;
             Ok(Written {
                 first,
                 marker: batch.entries.first().map(|e| (e.id, e.index)),
@@ -254,13 +270,7 @@ impl PostgresStore {
             }
         };
         match conn.batch("COMMIT") {
-            Ok(()) => {
-                if documents.count > 0 {
-                    self.partitions
-                        .exist_upto(partitions::of(documents.highest));
-                }
-                Ok((first, documents))
-            }
+            Ok(()) => Ok((first, documents)),
             // The server answered: it did not commit.
             Err(e) if !conn.is_closed() => Err(Attempt::Before(e)),
             Err(e) => Err(Attempt::InDoubt(Box::new(InDoubt { first, marker, e }))),
@@ -303,6 +313,13 @@ const LOCK_HEAD: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
      SELECT size FROM log_head WHERE one FOR UPDATE; \
      SELECT COALESCE(max(idx) + 1, 0) FROM entries";
 
+/// The transaction of an append that writes rows before it takes the log head.
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+/// [`LOCK_HEAD`] inside a transaction begun by [`BEGIN`].
+const LOCK_HEAD_IN_TRANSACTION: &str = "SELECT size FROM log_head WHERE one FOR UPDATE; \
+     SELECT COALESCE(max(idx) + 1, 0) FROM entries";
+
 /// The log's size from the rows of [`LOCK_HEAD`]: its lock row, then the size.
 fn head_size(rows: &[postgres::SimpleQueryRow]) -> Result<u64, Error> {
     let [_lock, size] = rows else {
@@ -326,19 +343,15 @@ struct Written {
     documents: pending::Documents,
 }
 
-/// The full-text documents of a batch: how many, and their lowest and highest leaf index.
+/// The full-text documents of a batch: how many.
 fn documents(batch: &super::rows::AppendBatch) -> pending::Documents {
-    let mut d = pending::Documents {
-        count: 0,
-        lowest: u64::MAX,
-        highest: 0,
-    };
-    for e in batch.entries.iter().filter(|e| e.search_text.is_some()) {
-        d.count += 1;
-        d.lowest = d.lowest.min(e.index);
-        d.highest = d.highest.max(e.index);
+    pending::Documents {
+        count: batch
+            .entries
+            .iter()
+            .filter(|e| e.search_text.is_some())
+            .count() as u64,
     }
-    d
 }
 
 /// How an append attempt failed.
@@ -362,6 +375,18 @@ struct InDoubt {
 fn retryable(e: &Error) -> bool {
     matches!(e, Error::Storage(s) if s.retryable)
 }
+
+impl Drop for PostgresStore {
+    /// Lets a settle running in the background finish (bounded): a process that exits right
+    /// after its appends would otherwise have it rolled back, and the documents wait for the
+    /// next settle.
+    fn drop(&mut self) {
+        self.merge.wait_idle(SETTLE_WAIT);
+    }
+}
+
+/// How long dropping a store value waits for its background settle.
+const SETTLE_WAIT: Duration = Duration::from_secs(10);
 
 impl Pooled<'_> {
     /// Drops the connection instead of returning it when it closed or is left in a failed

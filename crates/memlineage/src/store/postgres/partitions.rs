@@ -1,13 +1,10 @@
-//! The partitions of the full-text documents (schema version 4, `schema.rs`): an append makes
-//! sure the partitions its leaf indices fall in exist before it inserts, and a writer makes
-//! the next partition ahead of time, in the background, so that appends seldom have to.
+//! The partitions of the full-text documents (schema version 4, `schema.rs`): a settle
+//! (`memlineage_search_settle`, schema version 6) makes the partitions the documents it moves
+//! fall in, and a writer makes the next partition ahead of time, in the background, so that
+//! settles seldom have to.
 //!
 //! A store value remembers how many partitions it knows to exist ([`Partitions::known`]):
-//! partitions are never dropped, so an append whose batch lies below that number checks
-//! nothing (no round trip); otherwise it calls `memlineage_search_partition` for the
-//! partitions its batch reaches, inside its transaction, holding the log head. A partition
-//! made inside an append that rolls back is rolled back with it, so the number is raised only
-//! after a commit.
+//! partitions are never dropped, so the next one is not asked for again once it was made.
 
 use super::conn::Conn;
 use super::read::to_i64;
@@ -39,17 +36,6 @@ pub(super) struct Partitions {
 }
 
 impl Partitions {
-    /// Inside an append's transaction, before its rows: makes the partitions of leaf indices
-    /// `first..=last` that this value does not know to exist.
-    pub(super) fn ensure(&self, conn: &mut Conn, first: u64, last: u64) -> Result<(), Error> {
-        let known = self.known.load(Ordering::Acquire);
-        let (from, to) = (of(first).max(known), of(last));
-        if to < from {
-            return Ok(());
-        }
-        make(conn, from, to)
-    }
-
     /// Partitions `0..=partition` exist (committed).
     pub(super) fn exist_upto(&self, partition: u64) {
         self.known

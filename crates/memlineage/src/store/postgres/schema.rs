@@ -47,10 +47,15 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         description: "stored embeddings: vectors of entry contents by model (issue 17)",
         sql: V5,
     },
+    Migration {
+        version: 6,
+        description: "new full-text documents land in an unindexed table and are settled into the GIN-indexed partitions outside the log head",
+        sql: V6,
+    },
 ];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The leaf indices of one partition of the full-text documents (version 4): partition `k`
 /// holds the documents of entries `k × SEARCH_PARTITION ..< (k + 1) × SEARCH_PARTITION`. The
@@ -226,6 +231,73 @@ CREATE TABLE embeddings (
 );
 ";
 
+/// Version 6: new full-text documents land in `search_recent`, a plain table with no GIN index,
+/// and are *settled* into the partitioned, GIN-indexed `search` later, outside the log head
+/// (`memlineage_search_settle`, called in the background by `pending.rs`); searches read both
+/// through the view `search_docs`.
+///
+/// Why: an append holds the log head until it commits, and every other writer waits for it.
+/// Inserting 256 documents into a GIN index's pending list took ~2 ms of that hold, and up to
+/// ~10 ms when a pending-list merge ran beside it (the merge locks the list); with four writers
+/// at 15,000 entries/s the log head was held ~80 % of the time and the p99 commit was 56–60 ms
+/// (`docs/performance.md`, "Open loop"). A heap insert with a B-tree on a rising key costs a
+/// fraction of that and never waits for a merge; the documents' terms stay as the append sends
+/// them (joined by a space: a term holds no space), split into arrays by the settle, not while
+/// the log head is held (splitting took ~1.2 ms of a batch's hold). The settled documents reach
+/// the GIN index in bulk, by one writer at a time, while appends go on.
+///
+/// `memlineage_search_settle(most)` moves up to `most` of the oldest documents of
+/// `search_recent` into their partitions (making the partitions they need), in the caller's
+/// transaction, under the transaction-scoped advisory lock `memlineage_search_settle`; it
+/// returns the lowest and highest leaf index it moved and how many (NULLs and 0 when none). A
+/// forgetting append takes the same advisory lock before it deletes documents, so a document
+/// is never moved by a settle that the forget's statement cannot see (it would survive in the
+/// index): the two are serialised, and whichever runs second sees the first's commit. It runs
+/// with its owner's rights, as `memlineage_search_partition` does, so a writer role that owns
+/// no table may call it. A search sees a document exactly once: the move is one transaction.
+const V6: &str = "
+CREATE TABLE search_recent (
+    idx   bigint PRIMARY KEY,            -- = entries.idx of a live, indexed entry
+    scope text NOT NULL,                 -- copy of the signed scope (pre-filter)
+    len   integer NOT NULL,              -- tokens in the text
+    terms text NOT NULL,                 -- distinct terms, joined by a space
+    tfs   text NOT NULL                  -- their frequencies, likewise
+);
+CREATE VIEW search_docs AS
+    SELECT idx, scope, len, terms, tfs FROM search
+    UNION ALL
+    SELECT idx, scope, len, string_to_array(terms, ' '), string_to_array(tfs, ' ')::int4[]
+    FROM search_recent;
+CREATE FUNCTION memlineage_search_settle(most integer)
+RETURNS TABLE (lowest bigint, highest bigint, moved bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
+DECLARE
+    size constant bigint := 32768;
+    lo bigint;
+    hi bigint;
+    n bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('memlineage_search_settle'));
+    SELECT min(r.idx), max(r.idx) INTO lo, hi
+    FROM (SELECT s.idx FROM search_recent s ORDER BY s.idx LIMIT greatest(most, 0)) r;
+    IF lo IS NULL THEN
+        RETURN QUERY SELECT NULL::bigint, NULL::bigint, 0::bigint;
+        RETURN;
+    END IF;
+    PERFORM memlineage_search_partition(k) FROM generate_series(lo / size, hi / size) AS k;
+    WITH gone AS (
+        DELETE FROM search_recent s WHERE s.idx BETWEEN lo AND hi
+        RETURNING s.idx, s.scope, s.len, s.terms, s.tfs
+    )
+    INSERT INTO search (idx, scope, len, terms, tfs)
+    SELECT g.idx, g.scope, g.len, string_to_array(g.terms, ' '), string_to_array(g.tfs, ' ')::int4[]
+    FROM gone g;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN QUERY SELECT lo, hi, n;
+END
+$fn$;
+";
+
 /// SQLSTATEs of a lost race between two processes migrating at once: a unique violation (the
 /// version row, or a catalog row of a table made by both), a table that already exists, a
 /// serialization failure, a deadlock.
@@ -398,5 +470,6 @@ mod tests {
         let size = SEARCH_PARTITION.to_string();
         assert!(V4.contains(&format!("size constant bigint := {size};")));
         assert!(V4.contains(&format!("search_v3) / {size}, 0)")));
+        assert!(V6.contains(&format!("size constant bigint := {size};")));
     }
 }

@@ -6,6 +6,10 @@
 //! ranking is the in-memory store's, bit for bit (the same float operations in the same order;
 //! `tests/memory_store.rs` compares them).
 //!
+//! The documents are read through the view `search_docs` (schema version 6): the settled ones,
+//! in the GIN-indexed partitions of `search`, and the newest ones, not yet settled, in
+//! `search_recent` (a few thousand at most, scanned).
+//!
 //! Documents are tokenized by the handle (`store::text::tokens`: maximal alphanumeric runs,
 //! lowercased), not by a PostgreSQL text search configuration, so every backend splits text the
 //! same way, and a query's terms reach the server as `tsquery` lexemes, each quoted: no user
@@ -68,7 +72,7 @@ WITH st AS (
     FROM search_stats WHERE docs > 0
 ), q AS MATERIALIZED (
     SELECT u.term, u.ord,
-           (SELECT count(*) FROM search s
+           (SELECT count(*) FROM search_docs s
             WHERE array_to_tsvector(s.terms) @@ u.query::tsquery)::float8 AS n
     FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(term, query, ord)
 ), w AS MATERIALIZED (
@@ -77,7 +81,7 @@ WITH st AS (
     FROM q CROSS JOIN st
     CROSS JOIN LATERAL (SELECT ln((st.docs - q.n + 0.5::float8) / (q.n + 0.5::float8)) AS x) l
 ), hit AS (
-    SELECT s.idx, s.len, s.terms, s.tfs FROM search s
+    SELECT s.idx, s.len, s.terms, s.tfs FROM search_docs s
     WHERE array_to_tsvector(s.terms) @@ ($3::text)::tsquery
       AND (s.scope = $4 OR starts_with(s.scope, $4 || '/'))
 )
