@@ -342,6 +342,23 @@ fn a_log_longer_than_a_partition_is_searched_whole() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Searches reach the settled documents through each partition's GIN index, also through
+    // the view that adds the unsettled ones.
+    let plan: Vec<String> = db
+        .query(
+            "EXPLAIN SELECT count(*) FROM search_docs s \
+             WHERE array_to_tsvector(s.terms) @@ 'early0'::tsquery",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Bitmap Index Scan on search_p1_terms"),
+        "{plan}"
+    );
     // Documents of every partition are found, and ranked as one index.
     let first = mem.search("early0", &Scope::default(), 300).unwrap();
     assert_eq!(first.entries.len(), 256);
