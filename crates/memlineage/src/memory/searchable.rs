@@ -44,6 +44,23 @@ impl Scopes {
         self.scopes.iter().map(|s| scope.contains(s)).collect()
     }
 
+    /// Every scope, by id.
+    pub(super) fn all(&self) -> &[Scope] {
+        &self.scopes
+    }
+
+    /// Scopes whose ids are their positions in `scopes` (as [`Scopes::all`] gave them); a
+    /// scope given twice keeps its first id.
+    pub(super) fn from_list(scopes: Vec<Scope>) -> Scopes {
+        let mut out = Scopes::default();
+        for s in scopes {
+            let id = u32::try_from(out.scopes.len()).unwrap_or(u32::MAX);
+            out.ids.entry(s.as_str().to_string()).or_insert(id);
+            out.scopes.push(s);
+        }
+        out
+    }
+
     /// Bytes held, approximately.
     pub(super) fn bytes(&self) -> usize {
         self.scopes.iter().map(|s| s.as_str().len() * 2 + 64).sum()

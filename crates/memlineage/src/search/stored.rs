@@ -125,6 +125,9 @@ pub struct VectorIndexStatus {
     /// The last failure to embed or store the vectors of entries just written (the entries
     /// are logged; the next search embeds what is missing).
     pub last_error: Option<String>,
+    /// With a saved index (`Memory::with_embedder_saved`): whether it was loaded, and from how
+    /// many entries on the index was caught up, or why it was rebuilt instead.
+    pub snapshot: Option<String>,
 }
 
 /// A stored embedding that failed its check.

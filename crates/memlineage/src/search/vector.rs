@@ -204,6 +204,31 @@ impl VectorIndex {
     pub fn memory_bytes(&self) -> usize {
         self.inner.memory_usage()
     }
+
+    /// Writes the index — its graph and vectors — to the file at `path` (USearch's format).
+    pub fn save(&self, path: &std::path::Path) -> Result<(), VectorError> {
+        let path = path
+            .to_str()
+            .ok_or_else(|| VectorError::Index(format!("{} is not UTF-8", path.display())))?;
+        self.inner.save(path).map_err(lib)
+    }
+
+    /// Reads an index of vectors of `dim` components written by [`VectorIndex::save`]. The
+    /// caller checks the file's integrity first (a digest it recorded): USearch parses it.
+    pub fn load(dim: usize, path: &std::path::Path) -> Result<VectorIndex, VectorError> {
+        let index = VectorIndex::new(dim)?;
+        let shown = path
+            .to_str()
+            .ok_or_else(|| VectorError::Index(format!("{} is not UTF-8", path.display())))?;
+        index.inner.load(shown).map_err(lib)?;
+        if index.inner.dimensions() != dim {
+            return Err(VectorError::Dimension {
+                want: dim,
+                got: index.inner.dimensions(),
+            });
+        }
+        Ok(index)
+    }
 }
 
 #[cfg(test)]
