@@ -101,8 +101,11 @@ fn sync(path: &Path) -> Result<(), Error> {
 pub(super) fn save(dir: &Path, model: &str, state: &State, root: &Hash256) -> Result<(), Error> {
     std::fs::create_dir_all(dir).map_err(|e| io("making", dir, e))?;
     let (index_path, meta_path) = paths(dir);
-    let index_tmp = dir.join(format!("{INDEX_FILE}.tmp"));
-    let meta_tmp = dir.join(format!("{META_FILE}.tmp"));
+    // Temporary names of this process's own: two processes saving at once never write into
+    // each other's files (whichever pair is renamed last is used, or, mixed, refused).
+    let pid = std::process::id();
+    let index_tmp = dir.join(format!("{INDEX_FILE}.{pid}.tmp"));
+    let meta_tmp = dir.join(format!("{META_FILE}.{pid}.tmp"));
     state
         .index
         .save(&index_tmp)
