@@ -2,12 +2,15 @@
 //! workload's texts (Zipf words, ~180 bytes each) at 10^3 … 10^6 documents, and the top 8 of
 //! the scale run's queries (two mid-frequency words). Prints, per size, the median of the exact
 //! top-k, the median and p99 of the windowed one (`CANDIDATE_WINDOW`), the blocks it decoded
-//! and the documents it scored against the postings a full ranking would score, and the
-//! index's build time.
+//! and the documents it scored against the postings a full ranking would score, the index's
+//! build time and its size.
 //!
 //! ```text
 //! cargo run --release -p memlineage-bench --example lexical_scale [MAX_N]
 //! ```
+//!
+//! `MEMLINEAGE_LEXICAL_LOOP=<seconds>` instead runs the windowed top-k alone at `MAX_N` for
+//! that long once the index is built, for a sampling profiler (`perf record`).
 
 use memlineage::search::lexical::{CANDIDATE_WINDOW, LexicalIndex};
 use memlineage_bench::fixtures::{Workload, queries};
@@ -27,8 +30,16 @@ fn main() {
     let mut n = 0u64;
     let mut build_ns = 0u128;
     println!(
-        "{:>8}  {:>9}  {:>9}  {:>9}  {:>14}  {:>12}  {:>10}  {:>8}",
-        "n", "exact", "windowed", "p99", "blocks decoded", "docs scored", "postings", "build"
+        "{:>8}  {:>9}  {:>9}  {:>9}  {:>14}  {:>12}  {:>10}  {:>8}  {:>9}",
+        "n",
+        "exact",
+        "windowed",
+        "p99",
+        "blocks decoded",
+        "docs scored",
+        "postings",
+        "build",
+        "memory"
     );
     for target in [1_000u64, 10_000, 100_000, 1_000_000] {
         if target > max {
@@ -41,6 +52,21 @@ fn main() {
             n += 1;
         }
         build_ns += t.elapsed().as_nanos();
+        if let Some(secs) = std::env::var("MEMLINEAGE_LEXICAL_LOOP")
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            if n < max {
+                continue;
+            }
+            let until = Instant::now() + std::time::Duration::from_secs(secs);
+            let mut i = 0usize;
+            while Instant::now() < until {
+                i = (i + 1) % qs.len();
+                black_box(ix.top_k_within(&qs[i], 8, CANDIDATE_WINDOW, |_| true));
+            }
+            return;
+        }
         let mut i = 0usize;
         let exact = measure(&Budget::new(1_000, 200, 20_000), || {
             i = (i + 1) % qs.len();
@@ -59,7 +85,7 @@ fn main() {
         }
         let m = qs.len() as u64;
         println!(
-            "{:>8}  {:>9}  {:>9}  {:>9}  {:>14}  {:>12}  {:>10}  {:>6.1} s",
+            "{:>8}  {:>9}  {:>9}  {:>9}  {:>14}  {:>12}  {:>10}  {:>6.1} s  {:>5.1} MiB",
             n,
             fmt_ns(exact.median_ns),
             fmt_ns(s.median_ns),
@@ -67,7 +93,8 @@ fn main() {
             blocks / m,
             scored / m,
             postings / m,
-            build_ns as f64 / 1e9
+            build_ns as f64 / 1e9,
+            ix.memory_bytes() as f64 / (1024.0 * 1024.0)
         );
     }
 }

@@ -50,9 +50,13 @@ struct Cursor<'a> {
     /// Documents below this are never candidates from this term (its window); they are still
     /// scored exactly when another term proposes them.
     floor: u64,
-    /// The block last decoded for a probe below the cursor, and its postings.
+    /// The block last decoded for a probe below the cursor, its postings, and where the
+    /// last probe in it ended (probes ascend: the next one mostly starts there).
     probed: Option<usize>,
     probe_postings: Vec<Posting>,
+    probe_pos: usize,
+    /// The block last asked for a bound below the window, and that bound.
+    probe_bound: Option<(usize, f64)>,
     /// The bound of the block last asked for ([`Cursor::block_bound`]), by block position.
     bound_of: Option<(usize, f64)>,
 }
@@ -75,6 +79,8 @@ impl<'a> Cursor<'a> {
             bound_of: None,
             probed: None,
             probe_postings: Vec::new(),
+            probe_pos: 0,
+            probe_bound: None,
             list,
             slot,
             idf,
@@ -124,14 +130,63 @@ impl<'a> Cursor<'a> {
                 if self.probed != Some(at) {
                     b.decode_into(&mut self.probe_postings);
                     self.probed = Some(at);
+                    self.probe_pos = 0;
                     stats.blocks_decoded += 1;
                 }
-                match self.probe_postings.binary_search_by_key(&doc, |p| p.doc) {
-                    Ok(i) => (self.probe_postings[i].tf, self.probe_postings[i].len),
-                    Err(_) => (0, 0),
+                // From where the last probe ended, a few steps forward, else a binary search.
+                let ps = &self.probe_postings;
+                let mut i = self.probe_pos.min(ps.len());
+                if ps.get(i).is_some_and(|p| p.doc > doc) {
+                    i = 0;
+                }
+                let mut steps = 0;
+                while steps < 4 && ps.get(i).is_some_and(|p| p.doc < doc) {
+                    i += 1;
+                    steps += 1;
+                }
+                if steps == 4 {
+                    i += ps
+                        .get(i..)
+                        .map_or(0, |rest| rest.partition_point(|p| p.doc < doc));
+                }
+                self.probe_pos = i;
+                match ps.get(i) {
+                    Some(p) if p.doc == doc => (p.tf, p.len),
+                    _ => (0, 0),
                 }
             }
             _ => (0, 0),
+        }
+    }
+
+    /// The bound of this term's contribution to `doc`, below the window (the cursor may be
+    /// past `doc`, so the blocks are looked up directly), and how far it holds: the bound of
+    /// the block that covers `doc`, or zero up to the next block when `doc` falls between
+    /// blocks; never past the window's start.
+    fn bound_below(&mut self, doc: u64, c: &Collection) -> (f64, u64) {
+        let blocks = &self.list.blocks;
+        let last = self.floor - 1;
+        let at = match self
+            .probe_bound
+            .and_then(|(at, _)| Some((at, blocks.get(at)?)))
+        {
+            Some((at, b)) if b.first <= doc && doc <= b.last => at,
+            _ => blocks.partition_point(|b| b.last < doc),
+        };
+        match blocks.get(at) {
+            Some(b) if b.first <= doc => {
+                let bound = match self.probe_bound {
+                    Some((was, bound)) if was == at => bound,
+                    _ => {
+                        let bound = c.bound(self.idf, b.max_tf, b.min_len);
+                        self.probe_bound = Some((at, bound));
+                        bound
+                    }
+                };
+                (bound, b.last.min(last))
+            }
+            Some(b) => (0.0, (b.first - 1).min(last)),
+            None => (0.0, last),
         }
     }
 
@@ -151,8 +206,7 @@ impl<'a> Cursor<'a> {
     /// The bound of this term's contribution to `doc`, and how far that bound holds.
     fn bound_at(&mut self, doc: u64, c: &Collection) -> Option<(f64, u64)> {
         if doc < self.floor {
-            // The cursor may be past `doc`: the list's bound, up to the window.
-            return Some((self.ub, self.floor - 1));
+            return Some(self.bound_below(doc, c));
         }
         self.shallow(doc);
         self.block_bound(c)
@@ -160,6 +214,23 @@ impl<'a> Cursor<'a> {
 
     /// The first posting at or after `target` (decoding its block), or `None`.
     fn seek(&mut self, target: u64, stats: &mut TopKStats) -> Option<Posting> {
+        // Candidates ascend one by one, so the posting wanted is nearly always the current one
+        // or the next: no block lookup and no binary search then (both are above it in a
+        // block whose last document is at least the posting's, so `shallow` would not move).
+        if self.decoded == Some(self.block) {
+            match self.postings.get(self.pos) {
+                Some(p) if p.doc >= target => return Some(*p),
+                Some(_) => {
+                    if let Some(p) = self.postings.get(self.pos + 1)
+                        && p.doc >= target
+                    {
+                        self.pos += 1;
+                        return Some(*p);
+                    }
+                }
+                None => {}
+            }
+        }
         loop {
             self.shallow(target);
             let b = self.list.blocks.get(self.block)?;
@@ -208,6 +279,33 @@ impl Ord for Weakest {
             .score
             .total_cmp(&self.0.score)
             .then(self.0.doc.cmp(&other.0.doc))
+    }
+}
+
+/// The length norms of the document lengths a query meets ([`Collection::length_norm`]),
+/// each computed once: a candidate's terms all share its length, and lengths repeat across
+/// candidates, so most scores then take one division instead of two.
+struct Norms {
+    /// By length; NaN until computed (a norm is never NaN).
+    table: [f64; 256],
+}
+
+impl Norms {
+    fn new() -> Norms {
+        Norms {
+            table: [f64::NAN; 256],
+        }
+    }
+
+    fn get(&mut self, col: &Collection, len: u32) -> f64 {
+        match self.table.get_mut(len as usize) {
+            Some(n) if !n.is_nan() => *n,
+            Some(n) => {
+                *n = col.length_norm(len);
+                *n
+            }
+            None => col.length_norm(len),
+        }
     }
 }
 
@@ -272,11 +370,16 @@ impl LexicalIndex {
                 Some(*acc)
             }))
             .collect();
+        // Per query slot: the term's frequency in the candidate and its score there (each
+        // computed once, then added in query order).
         let mut tfs = vec![0u32; terms.len()];
+        let mut contrib = vec![0.0f64; terms.len()];
         let mut idfs = vec![0.0f64; terms.len()];
         for c in &cursors {
             idfs[c.slot] = c.idf;
         }
+        let mut norms = Norms::new();
+        // Each cursor's bound at the candidate (by position in `cursors`).
         let mut bounds = vec![0.0f64; cursors.len()];
         let mut heap: BinaryHeap<Weakest> = BinaryHeap::with_capacity(k.min(1024) + 1);
         let mut theta = f64::NEG_INFINITY;
@@ -295,11 +398,14 @@ impl LexicalIndex {
             }
             // Block-max: the bound of every list's block at `doc`, and how far those blocks
             // reach; when they cannot beat the k-th score, skip past the nearest block end.
-            if heap.len() == k {
+            let bounded = heap.len() == k;
+            if bounded {
                 let mut bound = 0.0;
                 let mut upto = u64::MAX;
-                for c in cursors.iter_mut() {
+                for (c, cb) in cursors.iter_mut().zip(bounds.iter_mut()) {
+                    *cb = 0.0;
                     if let Some((b, last)) = c.bound_at(doc, &col) {
+                        *cb = b;
                         bound += b;
                         upto = upto.min(last);
                     }
@@ -319,19 +425,28 @@ impl LexicalIndex {
             tfs.iter_mut().for_each(|t| *t = 0);
             let mut partial = 0.0;
             let mut len = 0u32;
+            // Whether every matching posting gave the same length (always, unless a removed
+            // document was indexed again with other text): then the scores computed here are
+            // the final ones.
+            let mut one_len = true;
             for c in &mut cursors[essential..] {
                 let (tf, l) = c.tf_at(doc, &mut stats);
                 if tf > 0 {
+                    one_len &= len == 0 || len == l;
                     tfs[c.slot] = tf;
                     len = l;
-                    partial += col.term_score(c.idf, tf, l);
+                    let s = col.term_score_normed(c.idf, tf, norms.get(&col, l));
+                    contrib[c.slot] = s;
+                    partial += s;
                 }
             }
             // Non-essential terms, strongest first, while the bounds of their blocks at `doc`
-            // can still make it competitive.
+            // can still make it competitive (bounds computed above when the top k is full).
             let mut rest = 0.0;
             for (i, c) in cursors[..essential].iter_mut().enumerate() {
-                bounds[i] = c.bound_at(doc, &col).map_or(0.0, |(b, _)| b);
+                if !bounded {
+                    bounds[i] = c.bound_at(doc, &col).map_or(0.0, |(b, _)| b);
+                }
                 rest += bounds[i];
             }
             let mut competitive = true;
@@ -344,20 +459,32 @@ impl LexicalIndex {
                 let c = &mut cursors[i];
                 let (tf, l) = c.tf_at(doc, &mut stats);
                 if tf > 0 {
+                    one_len &= len == 0 || len == l;
                     tfs[c.slot] = tf;
                     len = l;
-                    partial += col.term_score(c.idf, tf, l);
+                    let s = col.term_score_normed(c.idf, tf, norms.get(&col, l));
+                    contrib[c.slot] = s;
+                    partial += s;
                 }
             }
             if !competitive {
                 continue;
             }
             stats.docs_scored += 1;
-            // The score in query order, as a full ranking adds it.
+            // The score in query order, as a full ranking adds it (with the last length seen
+            // for every term, as before the scores were kept).
             let mut score = 0.0;
-            for (tf, idf) in tfs.iter().zip(&idfs) {
-                if *tf > 0 {
-                    score += col.term_score(*idf, *tf, len);
+            if one_len {
+                for (tf, s) in tfs.iter().zip(&contrib) {
+                    if *tf > 0 {
+                        score += *s;
+                    }
+                }
+            } else {
+                for (tf, idf) in tfs.iter().zip(&idfs) {
+                    if *tf > 0 {
+                        score += col.term_score(*idf, *tf, len);
+                    }
                 }
             }
             if heap.len() == k && score <= theta {
