@@ -23,6 +23,19 @@
 //!   (immutable) and their effective labels, which only distrust records (and the writer
 //!   classes of the registry) change.
 //!
+//! - **A verified view of an entry** (the gate's `ContextEntry` of a context entry or an
+//!   ancestor, its parents and its leaf index, after the verification a retrieval does:
+//!   signature, content hash, inclusion in the signed checkpoint, signed and effective label,
+//!   taint path). The entry's bytes and position never change; what its verification reads
+//!   besides — the registry (its signer at its index, its writer's class), distrust records
+//!   (its effective label, its writer's), tombstones (forgotten, erased) — changes only with
+//!   those three kinds of record, and the checkpoint it was proved in only when a new one is
+//!   signed. So a view is used only under the same stamp rule as the other answers *and* while
+//!   the latest stored checkpoint note is byte-for-byte the one read before the view was
+//!   verified (a new checkpoint, or a cosignature added, makes every view verified before it
+//!   unusable until it is verified again). Only views that passed are kept; an entry that
+//!   fails is verified again at every decision (and fails again).
+//!
 //! So every answer is stamped with the log size read *before* the reads that computed it, and
 //! is used only while no registry, distrust or tombstone record has an index at or above its
 //! stamp. Before a decision uses any answer, the handle reads the log's size and, when it grew,
@@ -40,9 +53,32 @@
 
 use super::verified_cache::Bounded;
 use memlineage_core::entry::Scope;
-use memlineage_core::gate::{FirstCarrier, ValueKey};
+use memlineage_core::gate::{ContextEntry, FirstCarrier, ValueKey};
 use memlineage_core::{EntryId, Hash256};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A verified entry as the gate reads it (see the module documentation): what a retrieval of
+/// it that passed gave the gate.
+#[derive(Clone, Debug)]
+pub(crate) struct GateView {
+    /// The gate's view: effective label, writer, kind, content, taint path.
+    pub(crate) entry: ContextEntry,
+    /// The ids of all its parents (every edge).
+    pub(crate) parents: Vec<EntryId>,
+    /// Its leaf index.
+    pub(crate) index: u64,
+    /// Whether a tombstone had forgotten it (a context entry that is forgotten is read
+    /// another way, as `EXTERNAL`: only an ancestry walk uses such a view).
+    pub(crate) forgotten: bool,
+}
+
+/// The most verified views remembered (each holds its entry's content): the contexts an agent
+/// gates on are few and reused, so this bounds the memory (≤ 4096 × 16 KiB) without costing
+/// hits.
+const MAX_VIEWS: usize = 4096;
+
+/// A view whose content is larger than this is not remembered (verified again each time).
+const MAX_VIEW_CONTENT: usize = 16 * 1024;
 
 /// The answer remembered for one value key (and one set of readable scopes).
 #[derive(Clone, Debug)]
@@ -76,6 +112,9 @@ struct Inner {
     carriers: Bounded<(ValueKey, Hash256), (u64, Carrier)>,
     /// Entry id → (stamp, taint path).
     taint_paths: Bounded<EntryId, (u64, Vec<EntryId>)>,
+    /// Entry id → (stamp, SHA-256 of the latest checkpoint note read before it was verified,
+    /// verified view).
+    views: Bounded<EntryId, (u64, Hash256, Arc<GateView>)>,
 }
 
 impl Inner {
@@ -86,6 +125,7 @@ impl Inner {
     fn drop_answers(&mut self) {
         self.carriers.clear();
         self.taint_paths.clear();
+        self.views.clear();
     }
 }
 
@@ -100,6 +140,7 @@ impl CarrierCache {
                 index_complete: false,
                 carriers: Bounded::new(capacity),
                 taint_paths: Bounded::new(capacity),
+                views: Bounded::new(capacity.min(MAX_VIEWS)),
             }),
         }
     }
@@ -197,6 +238,33 @@ impl CarrierCache {
         }
     }
 
+    /// The verified view of `id`, when one is remembered, still usable, and was verified
+    /// under the checkpoint note whose SHA-256 is `anchor` (the latest one now).
+    pub(crate) fn view(&self, id: &EntryId, anchor: &Hash256) -> Option<Arc<GateView>> {
+        let inner = self.lock();
+        let (stamp, verified_under, view) = inner.views.get(id)?;
+        (inner.usable(*stamp) && verified_under == anchor).then(|| Arc::clone(view))
+    }
+
+    /// Remembers the verified view of an entry, verified by reads that began when the log had
+    /// `stamp` entries and its latest checkpoint note had the SHA-256 `anchor`. A view already
+    /// remembered is replaced (its anchor may be older).
+    pub(crate) fn remember_view(&self, stamp: u64, anchor: Hash256, view: GateView) {
+        if view
+            .entry
+            .content
+            .as_ref()
+            .is_some_and(|c| c.len() > MAX_VIEW_CONTENT)
+        {
+            return;
+        }
+        let mut inner = self.lock();
+        if inner.usable(stamp) {
+            let id = view.entry.id;
+            inner.views.insert(id, (stamp, anchor, Arc::new(view)));
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic elsewhere while the lock was held leaves, at worst, answers with their stamps:
         // each is used only while it is still usable.
@@ -280,6 +348,41 @@ mod tests {
         // A look that began above what has been seen covers nothing.
         assert!(!c.scanned(3, 8, None));
         assert!(c.scanned(0, 8, None));
+    }
+
+    fn view(seed: u64, content: usize) -> GateView {
+        let Carrier::At(first) = first(seed) else {
+            unreachable!()
+        };
+        let mut entry = first.entry;
+        entry.content = Some("x".repeat(content));
+        GateView {
+            entry,
+            parents: Vec::new(),
+            index: seed,
+            forgotten: false,
+        }
+    }
+
+    #[test]
+    fn a_view_is_used_only_under_its_checkpoint_and_stamp() {
+        let c = CarrierCache::with_capacity(8);
+        let (a, b) = (Hash256::of(b"note a"), Hash256::of(b"note b"));
+        assert!(c.scanned(c.scan_from(10), 10, None));
+        let v = view(3, 10);
+        let id = v.entry.id;
+        c.remember_view(10, a, v);
+        assert!(c.view(&id, &a).is_some());
+        // Another checkpoint note: verified again.
+        assert!(c.view(&id, &b).is_none());
+        // A registry, distrust or tombstone record at or above the stamp: dropped.
+        assert!(c.scanned(10, 20, Some(12)));
+        assert!(c.view(&id, &a).is_none());
+        // Large contents are not kept.
+        let big = view(4, MAX_VIEW_CONTENT + 1);
+        let big_id = big.entry.id;
+        c.remember_view(21, a, big);
+        assert!(c.view(&big_id, &a).is_none());
     }
 
     #[test]

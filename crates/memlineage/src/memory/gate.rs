@@ -3,6 +3,7 @@
 //! paths, repair candidates retrieved from the store, and every decision appended to the log as
 //! a signed `gate_decision` record so a third party can re-check it.
 
+use super::carrier_cache::GateView;
 use super::{Memory, WriteRequest, Written};
 use crate::error::{Error, IntegrityCheck, IntegrityError};
 use memlineage_core::entry::{EntryKind, Scope};
@@ -10,7 +11,7 @@ use memlineage_core::gate::{
     self, Ancestry, AncestryNode, ContextEntry, GateDecision, GateInput, Policy, ToolCall,
 };
 use memlineage_core::label::Weight;
-use memlineage_core::{EntryId, PrincipalName};
+use memlineage_core::{EntryId, Hash256, PrincipalName};
 use std::collections::BTreeMap;
 
 /// A tool call to check, with its active context.
@@ -129,7 +130,9 @@ impl Memory {
         // The log size the decision's remembered answers are checked against and new ones are
         // stamped with, read before anything else the decision reads (`carrier_cache.rs`).
         let epoch = self.gate_epoch()?;
-        let (context, mut parents, mut positions) = self.context_entries(&req.context, epoch)?;
+        let views = self.gate_views(epoch)?;
+        let (context, mut parents, mut positions) =
+            self.context_entries(&req.context, epoch, views)?;
         let query = match (&req.repair_query, req.repair) {
             (Some(q), true) => Some(q.clone()),
             (None, true) => user_request(&context),
@@ -144,7 +147,8 @@ impl Memory {
                     .map(|e| e.entry.id())
                     .filter(|id| !req.context.contains(id))
                     .collect();
-                let (pool, pool_parents, pool_positions) = self.context_entries(&ids, epoch)?;
+                let (pool, pool_parents, pool_positions) =
+                    self.context_entries(&ids, epoch, views)?;
                 parents.extend(pool_parents);
                 positions.extend(pool_positions);
                 pool
@@ -156,7 +160,7 @@ impl Memory {
         let by_value =
             policy.is_sensitive(&req.call.name) && policy.provenance == gate::Provenance::Value;
         let ancestry = if by_value {
-            self.ancestry(context.iter().chain(&pool), parents, epoch)?
+            self.ancestry(context.iter().chain(&pool), parents, epoch, views)?
         } else {
             Ancestry::new()
         };
@@ -236,28 +240,96 @@ impl Memory {
         Ok(out)
     }
 
+    /// When the gate may use and keep verified views of entries (`carrier_cache.rs`): the
+    /// stamp of this decision and the SHA-256 of the latest checkpoint note, read now, before
+    /// any entry is verified. `None` for a handle that remembers nothing, and for a reader
+    /// handle, whose every retrieval also checks the store's history against what it holds.
+    fn gate_views(&self, epoch: Option<u64>) -> Result<Option<(u64, Hash256)>, Error> {
+        let Some(stamp) = epoch else {
+            return Ok(None);
+        };
+        if self.reader.is_some() {
+            return Ok(None);
+        }
+        let note = self.reads().latest_checkpoint()?;
+        let mut bytes = b"memlineage gate views: checkpoint note\0".to_vec();
+        match note {
+            Some(n) => {
+                bytes.push(1);
+                bytes.extend_from_slice(n.as_bytes());
+            }
+            None => bytes.push(0),
+        }
+        Ok(Some((stamp, Hash256::of(&bytes))))
+    }
+
+    /// The remembered view of `id`, when `views` allows one ([`Memory::gate_views`]).
+    fn remembered_view(
+        &self,
+        id: &EntryId,
+        views: Option<(u64, Hash256)>,
+    ) -> Option<std::sync::Arc<GateView>> {
+        let (_, anchor) = views?;
+        self.carriers.view(id, &anchor)
+    }
+
+    /// Remembers the view of a verified entry, when `views` allows it.
+    fn remember_view(
+        &self,
+        views: Option<(u64, Hash256)>,
+        v: &super::EntryView,
+        entry: &ContextEntry,
+        parents: &[EntryId],
+    ) {
+        if let Some((stamp, anchor)) = views {
+            self.carriers.remember_view(
+                stamp,
+                anchor,
+                GateView {
+                    entry: entry.clone(),
+                    parents: parents.to_vec(),
+                    index: v.index,
+                    forgotten: v.forgotten_by.is_some(),
+                },
+            );
+        }
+    }
+
     /// Verified context entries with effective labels and taint paths, in the order of `ids`,
     /// the parent ids of each (every edge), and the leaf index of each. An entry that fails verification is an error
     /// naming it; one that retrieval does not return (forgotten, or a control record) is kept
     /// at `EXTERNAL` (without content when it is erased or unreadable). Taint paths are those
-    /// the handle remembers when `epoch` is given ([`Memory::gate_epoch`]).
+    /// the handle remembers when `epoch` is given ([`Memory::gate_epoch`]); an entry whose
+    /// verified view the handle remembers ([`Memory::gate_views`]) is not verified again (only
+    /// live entries: a forgotten one is read as below every time).
     fn context_entries(
         &self,
         ids: &[EntryId],
         epoch: Option<u64>,
+        views: Option<(u64, Hash256)>,
     ) -> Result<(Vec<ContextEntry>, ParentLists, Positions), Error> {
-        // Verified as for a prompt; the gate renders nothing.
-        let r = self.recall_rendered(ids, false)?;
-        if let Some(d) = r.dropped.first() {
-            return Err(failed_verification(d));
-        }
         let mut found: BTreeMap<EntryId, (ContextEntry, Vec<EntryId>, u64)> = BTreeMap::new();
-        for v in &r.entries {
-            let parents = v.entry.body().parents.iter().map(|p| p.id).collect();
-            found.insert(
-                v.entry.id(),
-                (self.context_entry(v, epoch)?, parents, v.index),
-            );
+        let mut unverified: Vec<EntryId> = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.remembered_view(id, views) {
+                Some(v) if !v.forgotten => {
+                    found.insert(*id, (v.entry.clone(), v.parents.clone(), v.index));
+                }
+                _ => unverified.push(*id),
+            }
+        }
+        if !unverified.is_empty() {
+            // Verified as for a prompt; the gate renders nothing.
+            let r = self.recall_rendered(&unverified, false)?;
+            if let Some(d) = r.dropped.first() {
+                return Err(failed_verification(d));
+            }
+            for v in &r.entries {
+                let parents: Vec<EntryId> = v.entry.body().parents.iter().map(|p| p.id).collect();
+                let entry = self.context_entry(v, epoch)?;
+                self.remember_view(views, v, &entry, &parents);
+                found.insert(v.entry.id(), (entry, parents, v.index));
+            }
         }
         let missing: Vec<EntryId> = ids
             .iter()
@@ -352,6 +424,7 @@ impl Memory {
         entries: impl Iterator<Item = &'e ContextEntry>,
         parents: ParentLists,
         epoch: Option<u64>,
+        views: Option<(u64, Hash256)>,
     ) -> Result<Ancestry, Error> {
         let by_id: BTreeMap<EntryId, &ContextEntry> = entries.map(|e| (e.id, e)).collect();
         let mut anc = Ancestry::new();
@@ -380,10 +453,38 @@ impl Memory {
             if wanted.is_empty() {
                 break;
             }
-            let r = self.recall_lineage(&wanted)?;
-            for v in &r.entries {
-                let entry = self.context_entry(v, epoch)?;
-                let ps: Vec<EntryId> = v.entry.body().parents.iter().map(|p| p.id).collect();
+            // Ancestors whose verified views the handle remembers are not verified again; the
+            // others are, in one retrieval. Either way they are taken in the order wanted, as
+            // one retrieval of them all would return them (the bound cuts the same ones).
+            let remembered: Vec<Option<std::sync::Arc<GateView>>> = wanted
+                .iter()
+                .map(|id| self.remembered_view(id, views))
+                .collect();
+            let unverified: Vec<EntryId> = wanted
+                .iter()
+                .zip(&remembered)
+                .filter(|(_, v)| v.is_none())
+                .map(|(id, _)| *id)
+                .collect();
+            let mut verified: BTreeMap<EntryId, (ContextEntry, Vec<EntryId>)> = BTreeMap::new();
+            if !unverified.is_empty() {
+                let r = self.recall_lineage(&unverified)?;
+                for v in &r.entries {
+                    let entry = self.context_entry(v, epoch)?;
+                    let ps: Vec<EntryId> = v.entry.body().parents.iter().map(|p| p.id).collect();
+                    self.remember_view(views, v, &entry, &ps);
+                    verified.insert(entry.id, (entry, ps));
+                }
+            }
+            for (id, view) in wanted.iter().zip(remembered) {
+                let (entry, ps) = match view {
+                    Some(v) => (v.entry.clone(), v.parents.clone()),
+                    None => match verified.remove(id) {
+                        Some(x) => x,
+                        // Failed verification or missing from the log: left out.
+                        None => continue,
+                    },
+                };
                 frontier.extend(ps.iter().copied());
                 anc.insert(entry.id, AncestryNode { entry, parents: ps });
             }
