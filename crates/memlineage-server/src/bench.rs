@@ -13,6 +13,7 @@ use crate::keys::{FileKeys, KeyStore};
 use crate::loadgen::{self, Load, LoadReport};
 use crate::state::open_handle;
 use crate::tokens::{TOKENS_FILE, TokenFileAt};
+use bytes::Bytes;
 use memlineage::{
     AttributionName, GateRequest, Memory, PrincipalName, Settings, StoreLocation, WriteRequest,
 };
@@ -309,10 +310,14 @@ pub async fn over_http(
         addr,
         token: p.token.clone(),
         path: "/v1/entries".into(),
-        body: Arc::new(|i| {
-            serde_json::to_vec(&serde_json::json!({ "content": content(1_000_000_000 + i) }))
-                .unwrap_or_default()
-        }),
+        // One body per request (every entry differs), built before the load starts.
+        bodies: (0..requests)
+            .map(|i| {
+                serde_json::to_vec(&serde_json::json!({ "content": content(1_000_000_000 + i) }))
+                    .map(Bytes::from)
+                    .map_err(err)
+            })
+            .collect::<Result<_, _>>()?,
         expect: 201,
         connections,
         requests,
@@ -324,12 +329,16 @@ pub async fn over_http(
         addr,
         token: p.token.clone(),
         path: "/v1/gate".into(),
-        body: Arc::new(move |i| {
-            serde_json::to_vec(&serde_json::json!({
-                "policy_name": "bench", "call": call(i), "context": context,
-            }))
-            .unwrap_or_default()
-        }),
+        // The two calls, in turn (request `i` sends body `i % 2`).
+        bodies: (0..2)
+            .map(|i| {
+                serde_json::to_vec(&serde_json::json!({
+                    "policy_name": "bench", "call": call(i), "context": context,
+                }))
+                .map(Bytes::from)
+                .map_err(err)
+            })
+            .collect::<Result<_, _>>()?,
         expect: 200,
         connections,
         requests,
@@ -377,7 +386,8 @@ fn http_row(name: &str, r: &LoadReport, connections: usize, what: &str) -> Servi
     }
 }
 
-/// [`over_http`] on a runtime of its own (for callers without one).
+/// [`over_http`] on a runtime of its own (for callers without one): one thread, so that the
+/// load generator never takes more than one of the cores it shares with the service.
 pub fn over_http_blocking(
     p: &Prepared,
     addr: SocketAddr,
@@ -385,7 +395,7 @@ pub fn over_http_blocking(
     requests: u64,
     max_time: Duration,
 ) -> Result<Vec<ServiceRow>, String> {
-    tokio::runtime::Builder::new_multi_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the load generator: {e}"))?

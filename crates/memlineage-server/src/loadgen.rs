@@ -5,15 +5,19 @@
 //! passed — whichever is first, so it always stops by itself. It refuses any address that is
 //! not a loopback address. Every answer's status is checked, and the latency of each request is
 //! kept to report the median and the 99th percentile (nearest rank).
+//!
+//! It shares the machine's cores with the service it measures, so it is kept lean: every
+//! request (head and body) is built before the clock starts, each connection writes it with one
+//! call and reads the answer's status and length from its head (no client stack, no header map), and
+//! the caller runs it on one thread ([`crate::bench::over_http_blocking`]) so that it never
+//! takes more than one core from the service.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// What to send.
 pub struct Load {
@@ -23,8 +27,9 @@ pub struct Load {
     pub token: String,
     /// The path to POST to.
     pub path: String,
-    /// The body of request `i` (JSON).
-    pub body: Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync>,
+    /// The request bodies (JSON): request `i` sends `bodies[i % bodies.len()]`. Built before
+    /// the load starts, so that making them costs the measured service nothing.
+    pub bodies: Vec<Bytes>,
     /// The status every answer must have.
     pub expect: u16,
     /// Concurrent connections.
@@ -56,6 +61,41 @@ pub struct LoadReport {
     pub max_ns: u64,
 }
 
+/// The whole HTTP/1.1 request for each body: head and body in one buffer.
+fn requests_of(load: &Load) -> Result<Vec<Bytes>, String> {
+    if load
+        .path
+        .bytes()
+        .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        || !load.path.starts_with('/')
+    {
+        return Err(format!("not a request path: {:?}", load.path));
+    }
+    if load
+        .token
+        .bytes()
+        .any(|b| b.is_ascii_control() || !b.is_ascii())
+    {
+        return Err("the token is not printable ASCII".into());
+    }
+    Ok(load
+        .bodies
+        .iter()
+        .map(|body| {
+            let head = format!(
+                "POST {} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                load.path,
+                load.token,
+                body.len()
+            );
+            let mut whole = Vec::with_capacity(head.len() + body.len());
+            whole.extend_from_slice(head.as_bytes());
+            whole.extend_from_slice(body);
+            Bytes::from(whole)
+        })
+        .collect())
+}
+
 /// Runs the load (refusing a non-loopback address).
 pub async fn run(load: Load) -> Result<LoadReport, String> {
     if !load.addr.ip().is_loopback() {
@@ -64,21 +104,23 @@ pub async fn run(load: Load) -> Result<LoadReport, String> {
             load.addr
         ));
     }
-    if load.connections == 0 || load.requests == 0 {
-        return Err("the load needs at least one connection and one request".into());
+    if load.connections == 0 || load.requests == 0 || load.bodies.is_empty() {
+        return Err("the load needs at least one connection, one request and one body".into());
     }
+    let wire = Arc::new(requests_of(&load)?);
     let load = Arc::new(load);
     let next = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + load.max_time;
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(load.connections);
+    let per_connection = usize::try_from(load.requests / load.connections as u64 + 1).unwrap_or(0);
     for _ in 0..load.connections {
-        let (load, next) = (Arc::clone(&load), Arc::clone(&next));
+        let (load, next, wire) = (Arc::clone(&load), Arc::clone(&next), Arc::clone(&wire));
         tasks.push(tokio::spawn(async move {
-            connection(&load, &next, deadline).await
+            connection(&load, &wire, &next, deadline, per_connection).await
         }));
     }
-    let mut latencies: Vec<u64> = Vec::new();
+    let mut latencies: Vec<u64> = Vec::with_capacity(usize::try_from(load.requests).unwrap_or(0));
     let (mut ok, mut failed, mut first_failure) = (0u64, 0u64, None);
     for t in tasks {
         let r = t.await.map_err(|e| format!("a load task failed: {e}"))?;
@@ -117,12 +159,106 @@ struct ConnResult {
     latencies: Vec<u64>,
 }
 
-async fn connection(load: &Load, next: &AtomicU64, deadline: Instant) -> ConnResult {
+/// The most bytes an answer's head may take: the service's heads are a few hundred bytes.
+const MAX_HEAD: usize = 16 * 1024;
+/// The most bytes an answer's body may take (the benchmark's answers are under 2 KiB; a
+/// larger one is read, counted as the body it is, up to this).
+const MAX_BODY: usize = 1024 * 1024;
+
+/// One answer: its status, and its body when the status was not the expected one (only a
+/// failure's body is reported).
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+}
+
+/// Reads one answer from `stream`; `buf` holds bytes already read past the previous answer and
+/// keeps those read past this one.
+async fn read_answer(
+    stream: &mut tokio::net::TcpStream,
+    buf: &mut Vec<u8>,
+    expect: u16,
+) -> Result<Answer, String> {
+    let head_len = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+        if buf.len() >= MAX_HEAD {
+            return Err("an answer's head is too long".into());
+        }
+        read_more(stream, buf).await?;
+    };
+    let (status, length) = parse_head(&buf[..head_len])?;
+    if length > MAX_BODY {
+        return Err(format!("an answer of {length} bytes"));
+    }
+    while buf.len() < head_len + length {
+        read_more(stream, buf).await?;
+    }
+    let body = if status == expect {
+        Vec::new()
+    } else {
+        buf[head_len..head_len + length].to_vec()
+    };
+    buf.drain(..head_len + length);
+    Ok(Answer { status, body })
+}
+
+/// The status and `content-length` of an answer's head (`HTTP/1.1 200 OK\r\n…\r\n\r\n`).
+/// A chunked answer is refused: the service sends a length with every answer.
+fn parse_head(head: &[u8]) -> Result<(u16, usize), String> {
+    let text = std::str::from_utf8(head).map_err(|_| "an answer's head is not text")?;
+    let mut lines = text.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let status = match status_line.split(' ').collect::<Vec<_>>().as_slice() {
+        [version, code, ..] if version.starts_with("HTTP/1.") => code
+            .parse::<u16>()
+            .map_err(|_| format!("a malformed status line: {status_line:?}"))?,
+        _ => return Err(format!("a malformed status line: {status_line:?}")),
+    };
+    let mut length = None;
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case("content-length") {
+            length = Some(
+                value
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("a malformed content-length: {value:?}"))?,
+            );
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err("a chunked answer (the service sends a length)".into());
+        }
+    }
+    Ok((status, length.ok_or("an answer without content-length")?))
+}
+
+async fn read_more(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Result<(), String> {
+    let mut chunk = [0u8; 8192];
+    match stream.read(&mut chunk).await {
+        Ok(0) => Err("the service closed the connection".into()),
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(())
+        }
+        Err(e) => Err(format!("reading the answer: {e}")),
+    }
+}
+
+async fn connection(
+    load: &Load,
+    wire: &[Bytes],
+    next: &AtomicU64,
+    deadline: Instant,
+    expected: usize,
+) -> ConnResult {
     let mut out = ConnResult {
         ok: 0,
         failed: 0,
         first_failure: None,
-        latencies: Vec::new(),
+        latencies: Vec::with_capacity(expected),
     };
     let fail = |out: &mut ConnResult, why: String| {
         out.failed += 1;
@@ -130,7 +266,7 @@ async fn connection(load: &Load, next: &AtomicU64, deadline: Instant) -> ConnRes
             out.first_failure = Some(why);
         }
     };
-    let stream = match tokio::net::TcpStream::connect(load.addr).await {
+    let mut stream = match tokio::net::TcpStream::connect(load.addr).await {
         Ok(s) => s,
         Err(e) => {
             fail(&mut out, format!("connect: {e}"));
@@ -138,54 +274,33 @@ async fn connection(load: &Load, next: &AtomicU64, deadline: Instant) -> ConnRes
         }
     };
     let _ = stream.set_nodelay(true);
-    let (mut sender, conn) =
-        match hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream)).await {
-            Ok(x) => x,
-            Err(e) => {
-                fail(&mut out, format!("handshake: {e}"));
-                return out;
-            }
-        };
-    let driver = tokio::spawn(conn);
-    let auth = format!("Bearer {}", load.token);
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let n = wire.len() as u64;
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         if i >= load.requests || Instant::now() >= deadline {
             break;
         }
-        let req = Request::post(load.path.as_str())
-            .header(hyper::header::HOST, "localhost")
-            .header(hyper::header::AUTHORIZATION, auth.as_str())
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from((load.body)(i))));
-        let req = match req {
-            Ok(r) => r,
-            Err(e) => {
-                fail(&mut out, format!("request: {e}"));
-                break;
-            }
+        // `n` is at least 1 (checked in `run`) and the index is below it.
+        let Some(request) = wire.get((i % n) as usize) else {
+            break;
         };
         let sent = Instant::now();
-        let answer = match sender.send_request(req).await {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                match resp.into_body().collect().await {
-                    Ok(body) => Ok((status, body.to_bytes())),
-                    Err(e) => Err(format!("reading the answer: {e}")),
-                }
-            }
+        let answer = match stream.write_all(request).await {
+            Ok(()) => read_answer(&mut stream, &mut buf, load.expect).await,
             Err(e) => Err(format!("sending: {e}")),
         };
         match answer {
-            Ok((status, _)) if status == load.expect => {
+            Ok(a) if a.status == load.expect => {
                 out.ok += 1;
                 out.latencies.push(sent.elapsed().as_nanos() as u64);
             }
-            Ok((status, body)) => fail(
+            Ok(a) => fail(
                 &mut out,
                 format!(
-                    "status {status}: {}",
-                    String::from_utf8_lossy(&body)
+                    "status {}: {}",
+                    a.status,
+                    String::from_utf8_lossy(&a.body)
                         .chars()
                         .take(300)
                         .collect::<String>()
@@ -197,7 +312,22 @@ async fn connection(load: &Load, next: &AtomicU64, deadline: Instant) -> ConnRes
             }
         }
     }
-    drop(sender);
-    let _ = driver.await;
+    let _ = stream.shutdown().await;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_head;
+
+    #[test]
+    fn heads_are_read_or_refused() {
+        let ok =
+            b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\nContent-Length: 42\r\n\r\n";
+        assert_eq!(parse_head(ok), Ok((201, 42)));
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\n\r\n").is_err());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n").is_err());
+        assert!(parse_head(b"SMTP 200 OK\r\ncontent-length: 1\r\n\r\n").is_err());
+        assert!(parse_head(b"HTTP/1.1 2x0 OK\r\ncontent-length: 1\r\n\r\n").is_err());
+    }
 }

@@ -67,6 +67,22 @@ pub struct Inner {
     /// This process's random tag and its request counter ([`AppState::next_request_tag`]).
     boot: String,
     requests: AtomicU64,
+    /// Permits for library calls running at once ([`AppState::read`], [`blocking_calls`]).
+    calls: tokio::sync::Semaphore,
+}
+
+/// The most blocking library calls that run at once, per core (at least 2, at most 6 in all):
+/// the calls are CPU-bound, so more at once than the cores only adds threads, context switches
+/// and reader connections — the store keeps 8 idle readers, and a call beyond them opens a
+/// fresh SQLite connection (its schema parsed again) and closes it afterwards, which under 64
+/// concurrent requests cost more than the decisions themselves (`docs/performance.md`,
+/// "Service"). Requests beyond the permits wait their turn without a thread.
+const BLOCKING_CALLS_PER_CORE: usize = 2;
+
+/// The number of permits: [`BLOCKING_CALLS_PER_CORE`] per core, between 2 and 6.
+fn blocking_calls() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    (cores * BLOCKING_CALLS_PER_CORE).clamp(2, 6)
 }
 
 impl std::ops::Deref for AppState {
@@ -112,6 +128,7 @@ impl AppState {
                 hex::encode(b)
             },
             requests: AtomicU64::new(0),
+            calls: tokio::sync::Semaphore::new(blocking_calls()),
         }));
         Ok((state, thread))
     }
@@ -122,6 +139,13 @@ impl AppState {
         T: Send + 'static,
         F: FnOnce(&Mem) -> ApiResult<T> + Send + 'static,
     {
+        // The permit is held until the call returned (a closed semaphore cannot happen: it
+        // is never closed).
+        let _permit = self
+            .calls
+            .acquire()
+            .await
+            .map_err(|_| ApiError::unavailable("the service is shutting down"))?;
         let mem = Arc::clone(&self.mem);
         blocking(move || f(&mem)).await
     }

@@ -320,18 +320,20 @@ pub async fn check_readable(state: &AppState, caller: &Caller, ids: Vec<EntryId>
         return Ok(());
     }
     let caller = caller.clone();
-    state
-        .read(move |mem| {
-            for id in &ids {
-                match mem.get(id) {
-                    Ok(v) if caller.may_read(&v.entry.body().scope) => {}
-                    Ok(_) | Err(memlineage::Error::NotFound(_)) => return Err(caller.hidden(id)),
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Ok(())
-        })
-        .await
+    state.read(move |mem| readable_in(mem, &caller, &ids)).await
+}
+
+/// [`check_readable`] on the handle, for a caller already on the blocking pool (the gate
+/// checks its context in the same call that decides, one hop instead of two).
+pub fn readable_in(mem: &crate::state::Mem, caller: &Caller, ids: &[EntryId]) -> ApiResult<()> {
+    for id in ids {
+        match mem.get(id) {
+            Ok(v) if caller.may_read(&v.entry.body().scope) => {}
+            Ok(_) | Err(memlineage::Error::NotFound(_)) => return Err(caller.hidden(id)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Read one entry, verified (signer, signature, content hash, inclusion proof).

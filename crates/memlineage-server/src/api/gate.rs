@@ -173,10 +173,6 @@ pub async fn gate(
             caller.principal()
         )));
     }
-    // A token never gates on entries outside its scopes: every context entry must be
-    // readable with it. Citations, attribution weights and sources may only name context
-    // entries (the gate refuses any other as a call it cannot judge), so this covers them too.
-    super::entries::check_readable(&state, &caller, context.clone()).await?;
     let mut req = GateRequest::new(call, context, caller.principal());
     req.citations = citations;
     req.attribution = attribution;
@@ -186,7 +182,15 @@ pub async fn gate(
     req.scope = scope;
     req.readable = caller.readable_scopes();
     let decided = state
-        .read(move |mem| Ok(mem.gate_unrecorded(&policy, &req)))
+        .read(move |mem| {
+            // A token never gates on entries outside its scopes: every context entry must be
+            // readable with it, checked before anything is decided (on the same trip to the
+            // blocking pool as the decision). Citations, attribution weights and sources may
+            // only name context entries (the gate refuses any other as a call it cannot
+            // judge), so this covers them too.
+            super::entries::readable_in(mem, &caller, &req.context)?;
+            Ok(mem.gate_unrecorded(&policy, &req))
+        })
         .await?;
     let decided = match decided {
         Ok(d) => d,
