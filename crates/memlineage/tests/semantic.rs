@@ -11,26 +11,11 @@
 
 mod common;
 
-use common::{p, setup_with};
+use common::{embedder, p, setup_with};
 use memlineage::search::SearchMode;
-use memlineage::search::embedder::load_default_embedder;
 use memlineage::{Memory, SqliteStore, WriteRequest};
 use memlineage_core::entry::{EntryKind, Scope};
 use std::path::Path;
-
-fn embedder() -> Option<std::sync::Arc<dyn memlineage::search::TextEmbedder>> {
-    match load_default_embedder() {
-        Ok(e) => Some(e),
-        Err(e) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI is set but the embedding model is missing: {e}"
-            );
-            eprintln!("skipping semantic test: {e}");
-            None
-        }
-    }
-}
 
 const FACTS: &[(&str, &str)] = &[
     (

@@ -11,28 +11,13 @@
 
 mod common;
 
-use common::{p, setup_with};
+use common::{embedder, p, setup_with};
 use memlineage::search::SearchMode;
 use memlineage::search::TextEmbedder;
-use memlineage::search::embedder::load_default_embedder;
 use memlineage::{Memory, SqliteStore, WriteRequest};
 use memlineage_core::entry::{EntryKind, Scope};
 use std::path::Path;
 use std::sync::Arc;
-
-fn embedder() -> Option<Arc<dyn TextEmbedder>> {
-    match load_default_embedder() {
-        Ok(e) => Some(e),
-        Err(e) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI is set but the embedding model is missing: {e}"
-            );
-            eprintln!("skipping vector snapshot test: {e}");
-            None
-        }
-    }
-}
 
 const FACTS: &[(&str, &str)] = &[
     (
@@ -165,6 +150,21 @@ fn a_saved_index_is_loaded_and_caught_up() {
     assert_eq!(mem.vector_index_status().unwrap().indexed, 5);
 }
 
+/// Rewrites the snapshot description at `meta` through `edit` (the index file untouched).
+fn edit_description(meta: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut described: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(meta).unwrap()).unwrap();
+    edit(&mut described);
+    std::fs::write(meta, serde_json::to_vec(&described).unwrap()).unwrap();
+}
+
+/// Copies the snapshot in `from` over the one in `to`.
+fn copy_snapshot(from: &Path, to: &Path) {
+    for file in ["vectors.usearch", "vectors.json"] {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+}
+
 /// Saves a snapshot of the store at `path` into `vectors`.
 fn saved(path: &Path, e: Arc<dyn TextEmbedder>, vectors: &Path) {
     drop(open_saved(path, e, vectors));
@@ -217,8 +217,7 @@ fn a_snapshot_that_does_not_check_is_rebuilt() {
     }
     drop(mem);
     saved(&other, e.clone(), &other_vectors);
-    std::fs::copy(other_vectors.join("vectors.usearch"), &index).unwrap();
-    std::fs::copy(other_vectors.join("vectors.json"), &meta).unwrap();
+    copy_snapshot(&other_vectors, &vectors);
     check("another log");
     // A snapshot of a longer log than this one.
     let longer = Memory::open(SqliteStore::open(&other).unwrap()).unwrap();
@@ -237,14 +236,12 @@ fn a_snapshot_that_does_not_check_is_rebuilt() {
     open_saved(&other, e.clone(), &other_vectors)
         .save_vector_index(&other_vectors)
         .unwrap();
-    std::fs::copy(other_vectors.join("vectors.usearch"), &index).unwrap();
-    std::fs::copy(other_vectors.join("vectors.json"), &meta).unwrap();
+    copy_snapshot(&other_vectors, &vectors);
     check("which this log does not have");
     // Another model's.
-    let mut described: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
-    described["model"] = serde_json::Value::from("some-other-model");
-    std::fs::write(&meta, serde_json::to_vec(&described).unwrap()).unwrap();
+    edit_description(&meta, |d| {
+        d["model"] = serde_json::Value::from("some-other-model")
+    });
     check("not ");
 }
 
@@ -259,20 +256,19 @@ fn a_forged_description_can_hide_never_move_an_entry_into_a_scope() {
     store(&path, e.clone());
     saved(&path, e.clone(), &vectors);
     let meta = vectors.join("vectors.json");
-    let mut described: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
-    let scopes: Vec<String> = described["scopes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| match s.as_str().unwrap() {
-            "acme/alice" => "acme/bob".to_string(),
-            "acme/bob" => "acme/alice".to_string(),
-            other => other.to_string(),
-        })
-        .collect();
-    described["scopes"] = serde_json::Value::from(scopes);
-    std::fs::write(&meta, serde_json::to_vec(&described).unwrap()).unwrap();
+    edit_description(&meta, |d| {
+        let scopes: Vec<String> = d["scopes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| match s.as_str().unwrap() {
+                "acme/alice" => "acme/bob".to_string(),
+                "acme/bob" => "acme/alice".to_string(),
+                other => other.to_string(),
+            })
+            .collect();
+        d["scopes"] = serde_json::Value::from(scopes);
+    });
     let mem = open_saved(&path, e, &vectors);
     assert!(snapshot_note(&mem).starts_with("loaded: "));
     let alice = Scope::new("acme/alice").unwrap();

@@ -182,3 +182,20 @@ macro_rules! all_stores {
     };
 }
 pub(crate) use all_stores;
+
+/// The default embedding model (feature `models`; `scripts/fetch-embedding-model.sh`), or
+/// `None` with a message when its files are missing — except under `CI`, where that fails.
+#[cfg(feature = "models")]
+pub fn embedder() -> Option<std::sync::Arc<dyn memlineage::search::TextEmbedder>> {
+    match memlineage::search::embedder::load_default_embedder() {
+        Ok(e) => Some(e),
+        Err(e) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI is set but the embedding model is missing: {e}"
+            );
+            eprintln!("skipping a test of the embedding model: {e}");
+            None
+        }
+    }
+}

@@ -306,19 +306,31 @@ impl PostgresStore {
     }
 }
 
+/// The statement that begins an append's transaction (a literal, for `concat!`).
+macro_rules! begin_sql {
+    () => {
+        "BEGIN ISOLATION LEVEL READ COMMITTED"
+    };
+}
+
+/// The lock on the log head, then the log's size (a literal, for `concat!`).
+macro_rules! lock_head_sql {
+    () => {
+        "SELECT size FROM log_head WHERE one FOR UPDATE; \
+         SELECT COALESCE(max(idx) + 1, 0) FROM entries"
+    };
+}
+
 /// Begins an append: the transaction, the lock on the log head (every append takes it first:
 /// one total order), then the log's size as of the lock (READ COMMITTED: a new snapshot per
 /// statement).
-const LOCK_HEAD: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
-     SELECT size FROM log_head WHERE one FOR UPDATE; \
-     SELECT COALESCE(max(idx) + 1, 0) FROM entries";
+const LOCK_HEAD: &str = concat!(begin_sql!(), "; ", lock_head_sql!());
 
 /// The transaction of an append that writes rows before it takes the log head.
-const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+const BEGIN: &str = begin_sql!();
 
 /// [`LOCK_HEAD`] inside a transaction begun by [`BEGIN`].
-const LOCK_HEAD_IN_TRANSACTION: &str = "SELECT size FROM log_head WHERE one FOR UPDATE; \
-     SELECT COALESCE(max(idx) + 1, 0) FROM entries";
+const LOCK_HEAD_IN_TRANSACTION: &str = lock_head_sql!();
 
 /// The log's size from the rows of [`LOCK_HEAD`]: its lock row, then the size.
 fn head_size(rows: &[postgres::SimpleQueryRow]) -> Result<u64, Error> {

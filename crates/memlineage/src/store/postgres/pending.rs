@@ -161,17 +161,27 @@ impl PendingMerge {
     }
 }
 
-/// Settles the unsettled documents (in transactions of at most [`SETTLE_MOST`]), merges the
-/// pending lists of the partitions they went to, and makes the next partition when it is due.
-/// Failures are left to the next settle (a server restarting, a lost connection).
-fn settle_and_merge(pool: &Pool, parts: &Partitions, refused: &AtomicBool) {
-    let moved = pool.get().and_then(|mut conn| {
-        let r = settle(&mut conn);
+/// Runs `f` on a pooled connection of its own. After an error the connection is dropped rather
+/// than returned to the pool: its statements ran outside a transaction block, so there is
+/// nothing to roll back, but its state is unknown.
+fn on_conn<R>(
+    pool: &Pool,
+    f: impl FnOnce(&mut super::conn::Conn) -> Result<R, crate::error::Error>,
+) -> Result<R, crate::error::Error> {
+    pool.get().and_then(|mut conn| {
+        let r = f(&mut conn);
         if r.is_err() && !conn.is_closed() {
             conn.discard();
         }
         r
-    });
+    })
+}
+
+/// Settles the unsettled documents (in transactions of at most [`SETTLE_MOST`]), merges the
+/// pending lists of the partitions they went to, and makes the next partition when it is due.
+/// Failures are left to the next settle (a server restarting, a lost connection).
+fn settle_and_merge(pool: &Pool, parts: &Partitions, refused: &AtomicBool) {
+    let moved = on_conn(pool, settle);
     let (lowest, highest) = match moved {
         Ok(Some(range)) => range,
         Ok(None) => return,
@@ -217,13 +227,7 @@ fn ahead(pool: &Pool, parts: &Partitions, highest: u64) {
     if !partitions::next_is_due(highest) || parts.known(next) {
         return;
     }
-    let outcome = pool.get().and_then(|mut conn| {
-        let r = partitions::make(&mut conn, next, next);
-        if r.is_err() && !conn.is_closed() {
-            conn.discard();
-        }
-        r
-    });
+    let outcome = on_conn(pool, |conn| partitions::make(conn, next, next));
     match outcome {
         Ok(()) => parts.exist_upto(next),
         Err(e) => tracing::debug!("making the full-text partition {next} ahead failed: {e}"),
@@ -234,15 +238,9 @@ fn ahead(pool: &Pool, parts: &Partitions, highest: u64) {
 /// merge (a server restarting, a lost connection) or, for a role that may not merge, end the
 /// merging.
 fn merge(pool: &Pool, refused: &AtomicBool, from: u64, to: u64) {
-    let outcome = pool.get().and_then(|mut conn| {
+    let outcome = on_conn(pool, |conn| {
         let (from, to) = (super::read::to_i64(from)?, super::read::to_i64(to)?);
-        let r = conn.query(MERGE, &[&from, &to]);
-        if r.is_err() && !conn.is_closed() {
-            // The statement ran outside a transaction block; nothing to roll back, but a
-            // connection whose state is unknown is not returned.
-            conn.discard();
-        }
-        r
+        conn.query(MERGE, &[&from, &to])
     });
     if let Err(e) = outcome {
         if sqlstate(&e) == Some(NOT_OWNER) {
