@@ -172,6 +172,30 @@ impl Block {
         }));
     }
 
+    /// A reader of the postings in place, at the first one ([`Reader`]).
+    pub fn reader(&self) -> Reader<'_> {
+        let [wg, wt, wl] = self.widths.map(usize::from);
+        let stride = wg + wt + wl;
+        let left = self.bytes.len().checked_div(stride).unwrap_or(0);
+        let masks = [mask(wg), mask(wt), mask(wl)];
+        // As `decode_into`: the first gap (0 when written here) counts too.
+        let doc = if left > 0 {
+            self.first.saturating_add(load(&self.bytes, 0, masks[0]))
+        } else {
+            self.first
+        };
+        Reader {
+            bytes: &self.bytes,
+            masks,
+            tf_at: wg,
+            len_at: wg + wt,
+            stride,
+            at: 0,
+            left,
+            doc,
+        }
+    }
+
     /// A block of `postings` (ascending documents; at least one).
     pub fn from_postings(postings: &[Posting]) -> Option<Block> {
         let (p, rest) = postings.split_first()?;
@@ -180,6 +204,87 @@ impl Block {
             b.push(p.doc, p.tf, p.len);
         }
         Some(b)
+    }
+}
+
+/// A forward reader over a block's postings where they lie, without decoding them into a
+/// vector: the windowed top-k ([`super::window`]) walks each block it touches once, in
+/// document order, and reads a posting's frequency and length only when it scores it — most
+/// postings are only stepped over (their gap added), which is all a probe or a skipped
+/// candidate needs. Like [`Block::decode_into`], a block whose bytes end inside a posting
+/// ends before it.
+#[derive(Clone, Copy, Debug)]
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    masks: [u64; 3],
+    tf_at: usize,
+    len_at: usize,
+    stride: usize,
+    /// The byte offset of the current posting.
+    at: usize,
+    /// Postings from the current one to the end.
+    left: usize,
+    /// The current posting's document (its gap already added).
+    doc: u64,
+}
+
+impl Reader<'_> {
+    /// A reader with no postings.
+    pub fn empty() -> Reader<'static> {
+        Reader {
+            bytes: &[],
+            masks: [0; 3],
+            tf_at: 0,
+            len_at: 0,
+            stride: 0,
+            at: 0,
+            left: 0,
+            doc: 0,
+        }
+    }
+
+    /// The current posting's document, `None` past the last.
+    #[inline(always)]
+    pub fn doc(&self) -> Option<u64> {
+        (self.left > 0).then_some(self.doc)
+    }
+
+    /// The current posting's term frequency and document length (zeros past the last).
+    #[inline(always)]
+    pub fn tf_len(&self) -> (u32, u32) {
+        if self.left == 0 {
+            return (0, 0);
+        }
+        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        (
+            small(load(self.bytes, self.at + self.tf_at, self.masks[1])),
+            small(load(self.bytes, self.at + self.len_at, self.masks[2])),
+        )
+    }
+
+    /// Moves to the next posting.
+    #[inline(always)]
+    pub fn advance(&mut self) {
+        if self.left == 0 {
+            return;
+        }
+        self.left -= 1;
+        self.at += self.stride;
+        if self.left > 0 {
+            self.doc = self
+                .doc
+                .saturating_add(load(self.bytes, self.at, self.masks[0]));
+        }
+    }
+
+    /// Moves to the first posting at or after `target` (or past the last); returns its
+    /// document.
+    #[inline]
+    pub fn seek(&mut self, target: u64) -> Option<u64> {
+        while self.left > 0 && self.doc < target {
+            self.advance();
+        }
+        self.doc()
     }
 }
 
@@ -206,6 +311,21 @@ mod tests {
             let mut out = Vec::new();
             b.decode_into(&mut out);
             proptest::prop_assert_eq!(&out, &postings);
+            // The reader in place gives the same postings, and seeks to each.
+            let mut r = b.reader();
+            let mut read = Vec::new();
+            while let Some(doc) = r.doc() {
+                let (tf, len) = r.tf_len();
+                read.push(Posting { doc, tf, len });
+                r.advance();
+            }
+            proptest::prop_assert_eq!(&read, &postings);
+            let mut r = b.reader();
+            for p in &postings {
+                proptest::prop_assert_eq!(r.seek(p.doc), Some(p.doc));
+                proptest::prop_assert_eq!(r.tf_len(), (p.tf, p.len));
+            }
+            proptest::prop_assert_eq!(r.seek(u64::MAX), None);
             proptest::prop_assert_eq!(b.count as usize, postings.len());
             proptest::prop_assert_eq!(b.max_tf, postings.iter().map(|p| p.tf).max().unwrap());
             proptest::prop_assert_eq!(b.min_len, postings.iter().map(|p| p.len).min().unwrap());
@@ -248,6 +368,13 @@ mod tests {
             let mut out = Vec::new();
             b.decode_into(&mut out);
             assert_eq!(out.len(), postings);
+            let mut r = b.reader();
+            let mut read = 0;
+            while r.doc().is_some() {
+                read += 1;
+                r.advance();
+            }
+            assert_eq!(read, postings);
         }
     }
 }

@@ -36,6 +36,7 @@ pub mod bm25;
 pub mod index;
 pub mod tokens;
 pub mod topk;
+mod window;
 
 pub use index::LexicalIndex;
 

@@ -144,6 +144,65 @@ proptest! {
     }
 }
 
+/// Each term's floor (the first document of its window), as the index lays out its blocks.
+fn floors(ix: &LexicalIndex, query: &str, window: usize) -> Vec<(String, u64)> {
+    query_terms(query)
+        .into_iter()
+        .filter_map(|t| {
+            let list = ix.list(&t)?;
+            let mut held = 0usize;
+            let mut floor = 0u64;
+            for b in list.blocks.iter().rev() {
+                if held >= window {
+                    floor = b.last + 1;
+                    break;
+                }
+                held += b.count as usize;
+            }
+            Some((t, floor))
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// With a window, removed documents are still never returned and the caller's filter
+    /// still applies before the cut to `k`; scores are a full ranking's to the last bits.
+    #[test]
+    fn windowed_top_k_filters_and_skips_removed(
+        texts in proptest::collection::vec(text_strategy(), 1..600),
+        removed in proptest::collection::vec(0usize..600, 0..60),
+        query in "[a-e ]{0,3}( rent| vault| code)?",
+        k in 1usize..12,
+        window in 1usize..400,
+        modulus in 1u64..4,
+    ) {
+        let docs: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
+        let mut ix = LexicalIndex::new();
+        for (d, t) in &docs {
+            ix.insert(*d, t);
+        }
+        let removed: Vec<u64> = removed.iter().filter_map(|i| docs.get(*i).map(|d| d.0)).collect();
+        for doc in &removed {
+            ix.remove(*doc, &docs[*doc as usize].1);
+        }
+        let floors = floors(&ix, &query, window);
+        let accept = |d: u64| d % modulus != 1;
+        let candidate = |d: u64| {
+            let mut terms = Vec::new();
+            each_term(&docs[d as usize].1, &mut String::new(), |x| terms.push(x.to_string()));
+            accept(d) && floors.iter().any(|(t, f)| d >= *f && terms.contains(t))
+        };
+        let want = full_ranking(&docs, &removed, &query, k, candidate);
+        let got = ix.top_k_within(&query, k, window, accept);
+        prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>());
+        for (h, w) in got.iter().zip(&want) {
+            prop_assert_eq!(h.score.to_bits(), w.1.to_bits());
+        }
+    }
+}
+
 /// With a window, the work per query stays bounded as the index grows.
 #[test]
 fn a_window_bounds_the_work() {

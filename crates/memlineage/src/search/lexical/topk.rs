@@ -259,7 +259,7 @@ impl<'a> Cursor<'a> {
 /// A top-k entry ordered so that the heap's greatest is the weakest result: the lowest
 /// score, then the highest document.
 #[derive(Clone, Copy, Debug)]
-struct Weakest(Hit);
+pub(super) struct Weakest(pub(super) Hit);
 
 impl PartialEq for Weakest {
     fn eq(&self, other: &Self) -> bool {
@@ -285,19 +285,19 @@ impl Ord for Weakest {
 /// The length norms of the document lengths a query meets ([`Collection::length_norm`]),
 /// each computed once: a candidate's terms all share its length, and lengths repeat across
 /// candidates, so most scores then take one division instead of two.
-struct Norms {
+pub(super) struct Norms {
     /// By length; NaN until computed (a norm is never NaN).
     table: [f64; 256],
 }
 
 impl Norms {
-    fn new() -> Norms {
+    pub(super) fn new() -> Norms {
         Norms {
             table: [f64::NAN; 256],
         }
     }
 
-    fn get(&mut self, col: &Collection, len: u32) -> f64 {
+    pub(super) fn get(&mut self, col: &Collection, len: u32) -> f64 {
         match self.table.get_mut(len as usize) {
             Some(n) if !n.is_nan() => *n,
             Some(n) => {
@@ -311,7 +311,7 @@ impl Norms {
 
 /// The slack of a bound comparison: bounds and scores are sums of the same terms in other
 /// orders, which may differ in the last bits.
-fn slack(theta: f64) -> f64 {
+pub(super) fn slack(theta: f64) -> f64 {
     1e-9 * (1.0 + theta.abs())
 }
 
@@ -353,6 +353,9 @@ impl LexicalIndex {
         let col = self.collection();
         if k == 0 || self.is_empty() {
             return (Vec::new(), stats);
+        }
+        if window != usize::MAX {
+            return self.windowed_top_k(&terms, k, window, accept);
         }
         // Cursors sorted by bound, ascending: the first `essential` of them are the
         // non-essential terms (their bounds together cannot make a document competitive).
