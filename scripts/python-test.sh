@@ -5,6 +5,10 @@
 # and the real LangGraph, OpenAI Agents SDK and Anthropic packages the adapters are tested
 # against), then run pytest, `mypy --strict` on the package, its examples and tests, and ruff.
 #
+# The wheel has the cargo feature `models` (pyproject.toml asks for it), so semantic and hybrid
+# search are tested against the real embedding model, which scripts/fetch-embedding-model.sh
+# installs; without its files those tests skip with the reason, except under CI=1.
+#
 #   scripts/python-test.sh [PYTEST ARGS...]
 #
 # Needs python3 (>= 3.10) with the venv module and a PyPI mirror or index; CI installs them
@@ -32,7 +36,7 @@ rm -rf "$venv" "$wheels"
 "$venv/bin/pip" install --quiet --disable-pip-version-check \
     -r crates/memlineage-py/requirements-dev.txt
 
-echo "== python: the wheel (maturin, release, abi3)"
+echo "== python: the wheel (maturin, release, abi3, feature models)"
 CARGO_TARGET_DIR="$target" "$venv/bin/maturin" build --quiet --release \
     -m crates/memlineage-py/Cargo.toml --out "$wheels" --interpreter "$venv/bin/python"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "$wheels"/memlineage-*.whl

@@ -14,6 +14,8 @@ use crate::open::open_or_create;
 use crate::parse;
 use crate::policy::NativePolicy;
 use crate::principals;
+use crate::semantic;
+use memlineage::search::SearchMode;
 use memlineage::{
     AttributionName, Direction, GateRequest, Memory as Mem, StoreLocation, WriteRequest,
 };
@@ -27,6 +29,7 @@ use memlineage_core::{EntryId, Hash256};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// An open store.
@@ -38,6 +41,8 @@ pub struct Handle {
     /// This handle's label rule for writes (stricter than the store's, or the store's).
     tau: Option<Weight>,
     fallback: Option<Fallback>,
+    /// Where the vector index is saved, when a model is attached to a file store.
+    vectors: Option<PathBuf>,
 }
 
 impl Handle {
@@ -146,9 +151,12 @@ impl WriteArgs {
 #[pymethods]
 impl Handle {
     /// Opens (or, with `create`, creates) the store at `location`; with `lexical_index`, the
-    /// handle keeps its own lexical index (`Memory::with_lexical_index`).
+    /// handle keeps its own lexical index (`Memory::with_lexical_index`); with `embedder`, the
+    /// embedding model is attached (the default one, or the one in `embedding_model`, a
+    /// directory) for semantic and hybrid search, its index saved beside a file store.
     #[staticmethod]
-    #[pyo3(signature = (location=None, tau=None, fallback=None, create=true, lexical_index=false))]
+    #[pyo3(signature = (location=None, tau=None, fallback=None, create=true, lexical_index=false, embedder=false, embedding_model=None))]
+    #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
         location: Option<String>,
@@ -156,6 +164,8 @@ impl Handle {
         fallback: Option<String>,
         create: bool,
         lexical_index: bool,
+        embedder: bool,
+        embedding_model: Option<String>,
     ) -> PyResult<Handle> {
         guard(|| {
             let loc = location::resolve(location.as_deref())?;
@@ -177,12 +187,25 @@ impl Handle {
             } else {
                 mem
             };
+            // Absolute, so that a later `chdir` of the process does not move where it is saved.
+            let vectors = embedder
+                .then(|| semantic::vectors_dir(&loc))
+                .flatten()
+                .map(|v| std::path::absolute(&v).unwrap_or(v));
+            let mem = if embedder {
+                detached(py, || {
+                    semantic::attach(mem, embedding_model.as_deref(), vectors.as_ref())
+                })?
+            } else {
+                mem
+            };
             Ok(Handle {
                 mem: RwLock::new(Some(Arc::new(mem))),
                 location: loc,
                 created,
                 tau,
                 fallback,
+                vectors,
             })
         })
     }
@@ -384,22 +407,71 @@ impl Handle {
         })
     }
 
-    /// Verifier-aware full-text search within `scope` and below (`convert::retrieval`).
+    /// Verifier-aware search within `scope` and below (`convert::retrieval`), ranked by
+    /// `mode`: `lexical` (BM25), `semantic` or `hybrid` (these two need the embedding model
+    /// attached at open). Every result is verified the same way whatever the mode.
+    #[pyo3(signature = (query, scope, limit, mode="lexical"))]
     fn search<'py>(
         &self,
         py: Python<'py>,
         query: String,
         scope: String,
         limit: usize,
+        mode: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         guard(|| {
+            let mode = semantic::mode(mode)?;
             if limit == 0 || limit > 1000 {
                 return Err(Fail::Input("limit must be between 1 and 1000".into()).into());
             }
             let scope = parse::scope(&scope)?;
             let mem = self.mem()?;
-            let r = detached(py, || Ok(mem.search(&query, &scope, limit)?))?;
+            if mode != SearchMode::Lexical && mem.embedding_model().is_none() {
+                return Err(semantic::no_embedder(mode).into());
+            }
+            let r = detached(py, || Ok(mem.search_with(&query, &scope, limit, mode)?))?;
             convert::retrieval(py, &r)
+        })
+    }
+
+    /// The attached embedding model's id (`all-MiniLM-L6-v2@…`), or `None`.
+    #[getter]
+    fn embedding_model(&self) -> PyResult<Option<String>> {
+        guard(|| Ok(self.mem()?.embedding_model().map(str::to_string)))
+    }
+
+    /// The vector index's status (`semantic::status`), or `None` without a model.
+    fn vector_index_status<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        guard(|| {
+            let mem = self.mem()?;
+            let read = semantic::read_status(py, &mem)?;
+            semantic::status(py, read, self.vectors.as_ref())
+        })
+    }
+
+    /// Saves the vector index into the directory beside the store (`<store file>.vectors/`),
+    /// for the next open to load instead of rebuilding it. Returns the directory.
+    fn save_vector_index(&self, py: Python<'_>) -> PyResult<String> {
+        guard(|| {
+            let mem = self.mem()?;
+            if mem.embedding_model().is_none() {
+                return Err(Fail::Input(
+                    "there is no vector index to save: this Memory was opened without the \
+                     embedding model (open it with Memory.open(..., embedder=\"default\"))"
+                        .into(),
+                )
+                .into());
+            }
+            let Some(dir) = self.vectors.clone() else {
+                return Err(Fail::Input(format!(
+                    "the store {} is not a file: its vector index lives in memory only, and \
+                     there is nowhere beside it to save it",
+                    shown(&self.location)
+                ))
+                .into());
+            };
+            detached(py, || Ok(mem.save_vector_index(&dir)?))?;
+            Ok(dir.display().to_string())
         })
     }
 

@@ -19,6 +19,7 @@ mod open;
 mod parse;
 mod policy;
 mod principals;
+mod semantic;
 
 use pyo3::prelude::*;
 

@@ -50,6 +50,24 @@ def import_or_skip(module: str, extra: str) -> object:
         )
 
 
+def embedder_or_skip() -> None:
+    """Skips when the embedding model cannot be attached — its files missing
+    (scripts/fetch-embedding-model.sh) or a wheel built without the cargo feature `models` —
+    except under CI=1, where it fails."""
+    from memlineage import UnavailableError
+
+    try:
+        Memory.open("memory:", embedder="default").close()
+    except UnavailableError as e:
+        need("the embedding model all-MiniLM-L6-v2", str(e))
+
+
+@pytest.fixture(scope="session")
+def embedder() -> None:
+    """The embedding model can be attached (else a skip, or a failure under CI=1)."""
+    embedder_or_skip()
+
+
 @pytest.fixture
 def mem() -> Iterator[Memory]:
     """A fresh store in RAM with the principals of the worked example (user, mail)."""

@@ -44,6 +44,18 @@ def test_laundering_demo_reproduces_the_cli_demo(tmp_path: Path) -> None:
     assert "scope demo/py-run-" in again
 
 
+def test_semantic_search(embedder: None, tmp_path: Path) -> None:
+    out = run("semantic_search.py")
+    lexical, semantic, hybrid = out.splitlines()[:3]
+    assert lexical.startswith(" lexical:") and "Kowalski" not in lexical
+    assert "TRUSTED Dr. Kowalski" in semantic.split(",")[0]
+    assert "Kowalski" in hybrid and "EXTERNAL" in out
+    # Kept on disk: the second run loads the saved index.
+    store = str(tmp_path / "sem" / "store.db")
+    run("semantic_search.py", store)
+    assert "loaded: " in run("semantic_search.py", store)
+
+
 @pytest.mark.parametrize(
     ("name", "module", "extra"),
     [

@@ -16,7 +16,7 @@ import_or_skip("langgraph", "langgraph")
 
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.store.base import BaseStore, InvalidNamespaceError  # noqa: E402
-from memlineage import Label, Memory, Session, TrustMap  # noqa: E402
+from memlineage import InputError, Label, Memory, SearchMode, Session, TrustMap  # noqa: E402
 from memlineage.integrations.langgraph import MemLineageStore  # noqa: E402
 
 from .conftest import ATTACKER_IBAN, BILL  # noqa: E402
@@ -136,3 +136,26 @@ def test_a_compiled_graph_uses_the_store(mem: Memory) -> None:
         assert (await store.aget(("notes",), "last")).value == {"text": "sushi tomorrow"}  # type: ignore[union-attr]
 
     asyncio.run(run_async())
+
+
+def test_a_store_searches_by_meaning_in_its_search_mode(embedder: None) -> None:
+    with Memory.open("memory:", embedder="default") as m:
+        lexical, semantic = MemLineageStore(m), MemLineageStore(m, search_mode="semantic")
+        assert semantic.search_mode is SearchMode.SEMANTIC
+        ns = ("users", "u1")
+        lexical.put(ns, "dentist", {"text": "Dr. Kowalski has been the family dentist since 2019."})
+        lexical.put(ns, "wifi", {"text": "The cottage wifi password is hunter2-lakeside."})
+        lexical.put(("users", "u2"), "dentist", {"text": "Dr. Novak fixes Eve's teeth."})
+        query = "who takes care of my teeth"
+        assert [i.key for i in lexical.search(ns, query=query)] == []
+        found = semantic.search(ns, query=query, limit=1)
+        assert [(i.namespace, i.key) for i in found] == [(ns, "dentist")]
+        hybrid = MemLineageStore(m, search_mode="hybrid").search(("users",), query="hunter2")
+        assert hybrid[0].key == "wifi"
+
+
+def test_a_semantic_store_needs_the_model(mem: Memory) -> None:
+    with pytest.raises(InputError, match='embedder="default"'):
+        MemLineageStore(mem, search_mode="hybrid")
+    with pytest.raises(InputError, match="unknown search mode"):
+        MemLineageStore(mem, search_mode="fuzzy")  # type: ignore[arg-type]

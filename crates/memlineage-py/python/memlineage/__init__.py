@@ -50,6 +50,7 @@ from .errors import (
 from .gate import Confirmation, Decision, Policy, Reason, Repair
 from .labels import Label, TrustClass
 from .memory import Memory, Principals
+from .search import RejectedEmbedding, SearchMode, SearchModeLike, VectorIndexStatus
 from .session import Session
 from .trust import Part, ToolTrust, TrustMap
 
@@ -91,11 +92,15 @@ __all__ = [
     "Recall",
     "Recalled",
     "RefusedError",
+    "RejectedEmbedding",
     "Repair",
+    "SearchMode",
+    "SearchModeLike",
     "Session",
     "StorageError",
     "ToolTrust",
     "TrustClass",
     "TrustMap",
     "UnavailableError",
+    "VectorIndexStatus",
 ]

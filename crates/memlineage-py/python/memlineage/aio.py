@@ -15,6 +15,7 @@ from ._types import AuditReport, Checkpoint, Entry, Lineage, Principal, Principa
 from .gate import Decision, Policy
 from .labels import TrustClass
 from .memory import EntryRef, Memory, ParentSpec, Principals, Weight
+from .search import EmbedderSpec, SearchModeLike, VectorIndexStatus
 
 T = TypeVar("T")
 
@@ -82,6 +83,7 @@ class AsyncMemory:
         fallback: str | None = None,
         create: bool = True,
         lexical_index: bool = False,
+        embedder: EmbedderSpec | None = None,
         executor: Executor | None = None,
     ) -> AsyncMemory:
         """:meth:`Memory.open <memlineage.Memory.open>`, in the thread pool."""
@@ -93,6 +95,7 @@ class AsyncMemory:
             fallback=fallback,
             create=create,
             lexical_index=lexical_index,
+            embedder=embedder,
         )
         return cls(m, executor)
 
@@ -134,8 +137,26 @@ class AsyncMemory:
             context_hash=context_hash,
         )
 
-    async def search(self, query: str, *, scope: str | None = None, limit: int = 8) -> Recall:
-        return await self._r.run(self.memory.search, query, scope=scope, limit=limit)
+    async def search(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        limit: int = 8,
+        mode: SearchModeLike = "lexical",
+    ) -> Recall:
+        return await self._r.run(self.memory.search, query, scope=scope, limit=limit, mode=mode)
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The attached embedding model's id, ``None`` without one."""
+        return self.memory.embedding_model
+
+    async def vector_index_status(self) -> VectorIndexStatus | None:
+        return await self._r.run(self.memory.vector_index_status)
+
+    async def save_vector_index(self) -> str:
+        return await self._r.run(self.memory.save_vector_index)
 
     async def recall(self, entries: Iterable[EntryRef]) -> Recall:
         return await self._r.run(self.memory.recall, list(entries))
@@ -225,6 +246,8 @@ _document(
     (
         "add",
         "search",
+        "vector_index_status",
+        "save_vector_index",
         "recall",
         "get",
         "log",

@@ -28,6 +28,14 @@ from ._types import (
 from .errors import InputError, IntegrityError
 from .gate import Decision, Policy, call_json, decision_from_native
 from .labels import TrustClass
+from .search import (
+    EmbedderSpec,
+    SearchModeLike,
+    VectorIndexStatus,
+    embedder_args,
+    mode_name,
+    status_from_native,
+)
 
 #: An entry, given by id or as an object that has one (an :class:`Entry`, a ``Recalled``).
 EntryRef = str | Entry
@@ -157,6 +165,7 @@ class Memory:
         fallback: str | None = None,
         create: bool = True,
         lexical_index: bool = False,
+        embedder: EmbedderSpec | None = None,
     ) -> Memory:
         """Opens the store at ``path`` — or, like the CLI, at ``$MEMLINEAGE_STORE``, else
         ``./.memlineage/store.db``; a directory means ``store.db`` in it, ``"memory:"`` a store
@@ -172,8 +181,19 @@ class Memory:
         :meth:`search` reads the store once, every later one catches up with what was appended
         and ranks with a bounded top-k whose cost does not grow with the store (for a handle
         that lives long, as an agent's does; ``docs/retrieval.md``).
+
+        With ``embedder``, the embedding model (all-MiniLM-L6-v2) is attached and
+        :meth:`search` can rank by meaning (``mode="semantic"`` or ``"hybrid"``):
+        ``"default"`` is the model ``scripts/fetch-embedding-model.sh`` installs (or
+        ``$MEMLINEAGE_EMBEDDING_MODEL``), any other string or path the model's directory. Missing
+        model files are an :class:`~memlineage.UnavailableError` naming the path and the script.
+        Opening embeds the entries that have no stored vector yet (written without the model).
+        The vector index of a file store is saved in ``<store file>.vectors/`` (the CLI's place)
+        and loaded from there by the next open when it still checks; a store in RAM keeps it in
+        memory. :meth:`vector_index_status` says what it holds.
         """
         location = os.fspath(path) if path is not None else None
+        attach, model_dir = embedder_args(embedder)
         return cls(
             _native.Handle.open(
                 location,
@@ -181,6 +201,8 @@ class Memory:
                 fallback,
                 create,
                 lexical_index,
+                attach,
+                model_dir,
             )
         )
 
@@ -301,13 +323,44 @@ class Memory:
     # -- reading --------------------------------------------------------------------------
 
     @checked
-    def search(self, query: str, *, scope: str | None = None, limit: int = 8) -> Recall:
-        """Full-text search (BM25) within ``scope`` and the scopes below it (default
-        ``default``), at most ``limit`` entries. Every result is verified before it is
-        returned — signature, signer, inclusion in the signed checkpoint, label against its
-        parents — and forgotten entries never are. ``render()`` gives the prompt rendering and
-        ``context_hash`` its hash."""
-        return recall_from_native(self._h.search(query, scope or DEFAULT_SCOPE, limit))
+    def search(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        limit: int = 8,
+        mode: SearchModeLike = "lexical",
+    ) -> Recall:
+        """Search within ``scope`` and the scopes below it (default ``default``), at most
+        ``limit`` entries, best first. ``mode`` is the ranking: ``"lexical"`` (BM25, the
+        default), ``"semantic"`` (by meaning: a question in other words than the memory) or
+        ``"hybrid"`` (both, fused); the last two need the store opened with ``embedder=``
+        (:class:`~memlineage.InputError` otherwise, saying how). Every result is verified
+        before it is returned — signature, signer, inclusion in the signed checkpoint, label
+        against its parents, signed scope — whatever the mode, and forgotten entries never
+        are. ``render()`` gives the prompt rendering and ``context_hash`` its hash."""
+        return recall_from_native(
+            self._h.search(query, scope or DEFAULT_SCOPE, limit, mode_name(mode))
+        )
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The attached embedding model's id (``all-MiniLM-L6-v2@…``), ``None`` without one."""
+        return self._h.embedding_model
+
+    def vector_index_status(self) -> VectorIndexStatus | None:
+        """What the vector index holds and where its vectors came from (loaded from the store,
+        embedded here, refused rows, the saved index loaded or rebuilt); ``None`` when the
+        store was opened without ``embedder``."""
+        return status_from_native(self._h.vector_index_status())
+
+    def save_vector_index(self) -> str:
+        """Saves the vector index in ``<store file>.vectors/`` now, so that the next open
+        loads it instead of rebuilding it (opening saves it itself when it rebuilt it, or
+        caught up 10,000 entries or more): after a long run of writes, or before the process
+        stops. Returns the directory. An :class:`~memlineage.InputError` without an embedder or
+        for a store in RAM."""
+        return self._h.save_vector_index()
 
     @checked
     def recall(self, entries: Iterable[EntryRef]) -> Recall:

@@ -28,6 +28,7 @@ from ._types import Entry, Recall
 from .errors import InputError, RefusedError
 from .gate import Decision, Policy
 from .memory import DEFAULT_SCOPE, EntryRef, Memory, entry_id
+from .search import SearchModeLike
 from .trust import TrustMap
 
 #: The most entries a session's context may hold when the model writes: an entry has at most
@@ -142,11 +143,19 @@ class Session:
             self._enter(r)
             return r
 
-    def recall(self, query: str, *, limit: int = 8, scope: str | None = None) -> Recall:
-        """Searches memory (verified results only, in ``scope``, default the session's) and
-        puts the results in the context: render them into the prompt."""
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 8,
+        scope: str | None = None,
+        mode: SearchModeLike = "lexical",
+    ) -> Recall:
+        """Searches memory (verified results only, in ``scope``, default the session's, ranked
+        by ``mode`` as :meth:`Memory.search <memlineage.Memory.search>` ranks) and puts the
+        results in the context: render them into the prompt."""
         with self._lock:
-            r = self.memory.search(query, scope=scope or self.scope, limit=limit)
+            r = self.memory.search(query, scope=scope or self.scope, limit=limit, mode=mode)
             self._enter(r)
             return r
 

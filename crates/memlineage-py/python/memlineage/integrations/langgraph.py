@@ -16,6 +16,10 @@ Lineage is kept: with a :class:`~memlineage.Session`, what the graph ``put``\\ s
 the session's model, derived from everything the model has seen (the session's context) with
 its hash; what ``get`` and ``search`` return enters that context. Without one, items are root
 entries of ``principal``. :meth:`MemLineageStore.entry` gives an item's entry and label.
+
+Search by meaning: LangGraph's own stores search semantically when they are built with an
+index; here the store is built with ``search_mode="semantic"`` or ``"hybrid"`` over a
+``Memory`` opened with ``embedder="default"``, and ``search(..., query=...)`` ranks that way.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from langgraph.store.base import (
 from .._types import Entry
 from ..errors import InputError
 from ..memory import Memory
+from ..search import SearchMode, SearchModeLike, mode_name
 from ..session import Session
 
 try:  # langgraph >= 1.1 checks namespace labels of ops given to batch() directly
@@ -128,9 +133,22 @@ class MemLineageStore(BaseStore):
 
         store = MemLineageStore(Memory.open(), session=session)
         graph = builder.compile(store=store)
+
+    ``search_mode`` ranks the ``query`` of :meth:`search`: ``"lexical"`` (BM25, the default),
+    ``"semantic"`` or ``"hybrid"`` (these need ``memory`` opened with ``embedder=``; an
+    :class:`~memlineage.InputError` here otherwise).
     """
 
-    __slots__ = ("_current", "_lock", "_next", "memory", "prefix", "principal", "session")
+    __slots__ = (
+        "_current",
+        "_lock",
+        "_next",
+        "memory",
+        "prefix",
+        "principal",
+        "search_mode",
+        "session",
+    )
 
     # Items are signed entries; LangGraph's TTL sweeping would have to forget them behind the
     # caller's back, so it is not offered.
@@ -143,7 +161,22 @@ class MemLineageStore(BaseStore):
         session: Session | None = None,
         principal: str = "agent",
         prefix: str = "langgraph",
+        search_mode: SearchModeLike = "lexical",
     ) -> None:
+        try:
+            mode = SearchMode(mode_name(search_mode))
+        except ValueError:
+            raise InputError(
+                f"unknown search mode {search_mode!r}: expected 'lexical', 'semantic' or 'hybrid'"
+            ) from None
+        if mode is not SearchMode.LEXICAL and memory.embedding_model is None:
+            raise InputError(
+                f"search_mode={mode.value!r} needs the embedding model, and the Memory was "
+                'opened without it: open it with Memory.open(..., embedder="default") (the model '
+                "scripts/fetch-embedding-model.sh installs)"
+            )
+        #: How :meth:`search` ranks a query.
+        self.search_mode = mode
         self.memory = memory
         self.session = session
         #: The writer of items when there is no session.
@@ -311,7 +344,7 @@ class MemLineageStore(BaseStore):
         }
         if op.query:
             scope = self.scope_of(prefix) if prefix else self.prefix
-            found = self.memory.search(op.query, scope=scope, limit=1000)
+            found = self.memory.search(op.query, scope=scope, limit=1000, mode=self.search_mode)
             hits = [e for e in found if e.id in live]
         else:
             ordered = sorted(live, key=lambda i: live[i])
@@ -329,8 +362,8 @@ class MemLineageStore(BaseStore):
                 continue
             if len(out) >= op.limit:
                 break
-            # Full-text results come best first (BM25); the score is their rank, as a number
-            # that falls with it.
+            # Results come best first (in the store's search mode); the score is their rank, as
+            # a number that falls with it.
             score = 1.0 / (1 + rank) if op.query else None
             out.append(SearchItem(ns, key, value, *self._times(ns, key), score))
             shown.append(e)
