@@ -92,6 +92,20 @@ impl StorePaths {
         })
     }
 
+    /// Where the vector index of semantic search is saved (`Memory::with_embedder_saved`):
+    /// `<store file>.vectors/` beside an SQLite file, else `vectors/` in [`Paths::config_dir`]
+    /// (a PostgreSQL or in-memory store).
+    pub fn vectors_dir(&self) -> PathBuf {
+        match &self.db {
+            Some(db) => {
+                let mut name = db.as_os_str().to_owned();
+                name.push(".vectors");
+                PathBuf::from(name)
+            }
+            None => self.config_dir().join("vectors"),
+        }
+    }
+
     /// The store as shown: the SQLite file's path, else the location (no password).
     pub fn shown(&self) -> String {
         match &self.db {

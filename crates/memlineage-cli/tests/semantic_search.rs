@@ -6,21 +6,7 @@
 
 mod common;
 
-use common::Store;
-
-fn model_present() -> bool {
-    match memlineage::search::embedder::load_default_embedder() {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI is set but the embedding model is missing: {e}"
-            );
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
-}
+use common::{Store, model_present};
 
 fn first_text(s: &Store, query: &str) -> String {
     let found = s.json(&["search", "--mode", "semantic", "--limit", "1", query]);

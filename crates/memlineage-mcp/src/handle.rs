@@ -5,6 +5,7 @@
 //! are asynchronous, so each operation runs on tokio's blocking pool ([`blocking`]) and never
 //! stalls the tasks that move protocol messages.
 
+use memlineage::search::SearchMode;
 use memlineage::{AttributionName, Direction, GateRequest, PrincipalName, WriteRequest, Written};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Parent, Scope};
@@ -141,14 +142,47 @@ pub struct Shown {
     pub dropped: usize,
 }
 
-/// Full-text search, verified and labelled before anything is returned (paper §M5).
-pub fn search(mem: &Mem, query: &str, scope: &Scope, limit: usize) -> Result<Shown, MemError> {
-    let r = mem.search(query, scope, limit)?;
+/// Search in `mode` (lexical, semantic or hybrid), every hit verified and labelled before
+/// anything is returned (paper §M5), whatever index found it.
+pub fn search(
+    mem: &Mem,
+    query: &str,
+    scope: &Scope,
+    limit: usize,
+    mode: SearchMode,
+) -> Result<Shown, MemError> {
+    if mode != SearchMode::Lexical {
+        fresh_vectors(mem)?;
+    }
+    let r = mem.search_with(query, scope, limit, mode)?;
     Ok(Shown {
         ids: r.entries.iter().map(|e| e.entry.id()).collect(),
         dropped: r.dropped.len(),
         rendered: r.rendered,
     })
+}
+
+/// At most this many entries are indexed before a recall by meaning, when that is all the
+/// background indexer has left.
+const FRESH: u64 = 64;
+
+/// An agent recalls what it has just remembered: when the vector index is at most [`FRESH`]
+/// entries behind the log (a few seconds of the model), they are indexed before the search;
+/// further behind, the search ranks what the indexer has reached (the lexical part of a
+/// hybrid recall finds the rest) instead of waiting minutes.
+fn fresh_vectors(mem: &Mem) -> Result<(), MemError> {
+    let Some(status) = mem.vector_index_status() else {
+        return Ok(());
+    };
+    if mem.size()?.saturating_sub(status.considered) > FRESH {
+        return Ok(());
+    }
+    for _ in 0..4 {
+        if mem.index_vectors(FRESH)?.caught_up() {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The lineage of `id` as text (or Mermaid), and the ids of the entries it shows.

@@ -29,6 +29,7 @@ mod tool_args;
 pub use listen::{DEFAULT_MAX_MESSAGE, Listen};
 
 use handle::{Mem, SharedMem};
+use memlineage::memory::VectorIndexer;
 use memlineage_core::entry::Scope;
 use memlineage_core::label::TrustClass;
 use sessions::Sessions;
@@ -55,6 +56,9 @@ pub struct ServeOptions {
     pub max_message: usize,
     /// Whether `forget` may erase content.
     pub allow_erase: bool,
+    /// Where the vector index of semantic recall is saved, when the handle has an embedding
+    /// model (attached with `VectorIndexing::Background`: a thread of this server indexes).
+    pub vectors_saved_in: Option<PathBuf>,
 }
 
 /// How `memlineage mcp gateway` runs.
@@ -89,15 +93,27 @@ pub fn serve(mem: Mem, opts: ServeOptions) -> Result<(), String> {
         principal: opts.principal.clone(),
         allow_erase: opts.allow_erase,
     };
-    let server = memory_server::MemoryServer::new(sessions, config);
-    run(async move {
+    let mut server = memory_server::MemoryServer::new(sessions, config);
+    let indexer = match mem.embedding_model() {
+        Some(_) => {
+            let indexer = VectorIndexer::start(Arc::clone(&mem), opts.vectors_saved_in, |_| {})
+                .map_err(|e| format!("cannot start the vector indexer thread: {e}"))?;
+            server = server.with_vector_indexer(indexer.waker());
+            Some(indexer)
+        }
+        None => None,
+    };
+    let served = run(async move {
         match opts.listen {
             Listen::Stdio => listen::stdio(server, opts.max_message).await,
             Listen::Http(addr) => {
                 listen::http(move || server.clone(), addr, opts.max_message).await
             }
         }
-    })
+    });
+    // The indexer stops after its step and saves the index, whatever the transport did.
+    let stopped = indexer.map_or(Ok(()), VectorIndexer::stop);
+    served.and(stopped)
 }
 
 /// Runs the gateway until its client leaves (stdio) or a signal stops it (HTTP).

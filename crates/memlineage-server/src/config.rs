@@ -2,8 +2,10 @@
 //! TLS, and the request limits.
 
 use memlineage::StoreLocation;
+use memlineage::search::TextEmbedder;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Request limits. Every one is checked before anything is written, and answered with a JSON
@@ -46,6 +48,26 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
+/// Semantic and hybrid search: the embedding model the service attaches, and where it saves
+/// its vector index (`memlineage::memory::VectorIndexer`).
+#[derive(Clone)]
+pub struct SemanticSearch {
+    /// The model (all-MiniLM-L6-v2 in the CLI, `memlineage::search::load_default_embedder`).
+    pub embedder: Arc<dyn TextEmbedder>,
+    /// Where the vector index is saved and loaded from (`<store file>.vectors/` in the CLI),
+    /// or none: it is built from the stored embeddings at each start.
+    pub saved_in: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SemanticSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemanticSearch")
+            .field("model", &self.embedder.model_id())
+            .field("saved_in", &self.saved_in)
+            .finish()
+    }
+}
+
 /// How the service runs.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -70,6 +92,8 @@ pub struct Config {
     pub signer: Option<String>,
     /// How long a call to the external signer may take before the write fails (closed).
     pub signer_timeout: Duration,
+    /// Semantic and hybrid search, when an embedding model is given (else lexical only).
+    pub semantic: Option<SemanticSearch>,
 }
 
 impl Config {
@@ -91,6 +115,7 @@ impl Config {
             shutdown_grace: Duration::from_secs(30),
             signer: None,
             signer_timeout: memlineage::ExternalSigner::DEFAULT_TIMEOUT,
+            semantic: None,
         }
     }
 }

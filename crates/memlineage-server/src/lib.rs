@@ -37,7 +37,7 @@ pub mod token_cache;
 pub mod tokens;
 pub mod witness;
 
-pub use config::{Config, Limits, TlsFiles};
+pub use config::{Config, Limits, SemanticSearch, TlsFiles};
 pub use error::ApiError;
 pub use keys::{FileKeys, KeyStore};
 pub use server::run;

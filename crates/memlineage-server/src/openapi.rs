@@ -35,6 +35,7 @@ use utoipa::{Modify, OpenApi};
         api::control::forget,
         api::control::distrust,
         api::retrieval::search,
+        api::retrieval::search_status,
         api::retrieval::recall,
         api::lineage::lineage,
         api::gate::gate,

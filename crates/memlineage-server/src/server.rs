@@ -52,7 +52,7 @@ pub async fn run(
 ) -> Result<(), String> {
     let _ = crate::telemetry::prometheus();
     let tls = config.tls.as_ref().map(tls_config).transpose()?;
-    let (state, committer) = AppState::open(&config, keys)?;
+    let (state, workers) = AppState::open(&config, keys)?;
     let app = router(state.clone());
     let (listener, addr) = bind(config.listen)?;
     let handle: Handle<SocketAddr> = Handle::new();
@@ -74,11 +74,13 @@ pub async fn run(
     tracing::info!(%addr, tls = tls.is_some(), "listening");
     let served = serve(listener, tls, handle, app, config.limits.header_timeout).await;
     // Every request handler is done: dropping the last state handle closes the committer's
-    // queue; it commits what is left, then its thread ends.
+    // queue; it commits what is left, then its thread ends; then the vector indexer stops
+    // after its step and its index is saved.
     drop(state);
-    let joined = tokio::task::spawn_blocking(move || committer.join()).await;
-    if !matches!(joined, Ok(Ok(()))) {
-        return Err("the committer thread failed during shutdown".into());
+    match tokio::task::spawn_blocking(move || workers.finish()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err("the committer thread failed during shutdown".into()),
     }
     tracing::info!("stopped: every acknowledged write is durable");
     served

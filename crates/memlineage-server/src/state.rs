@@ -13,6 +13,8 @@ use crate::jobs::Jobs;
 use crate::keys::KeyStore;
 use crate::policies::Policies;
 use crate::token_cache::TokenCache;
+use memlineage::memory::{VectorIndexer, Wake};
+use memlineage::search::{VectorIndexOptions, VectorIndexing};
 use memlineage::{Memory, PrincipalName, StoreLocation, WriteRequest, Written};
 use memlineage_core::label::TrustClass;
 use std::collections::HashMap;
@@ -69,6 +71,28 @@ pub struct Inner {
     requests: AtomicU64,
     /// Permits for library calls running at once ([`AppState::read`], [`blocking_calls`]).
     calls: tokio::sync::Semaphore,
+    /// Wakes the vector indexer after a commit, when semantic search is on.
+    vectors: Option<Arc<Wake>>,
+}
+
+/// The threads beside the request handlers, finished by [`Workers::finish`] at shutdown.
+pub struct Workers {
+    committer: std::thread::JoinHandle<()>,
+    indexer: Option<VectorIndexer>,
+}
+
+impl Workers {
+    /// Waits for the committer to commit what is queued (every state handle must be dropped
+    /// first: that closes its queue), then stops the vector indexer and saves its index.
+    pub fn finish(self) -> Result<(), String> {
+        self.committer
+            .join()
+            .map_err(|_| "the committer thread failed during shutdown".to_string())?;
+        match self.indexer {
+            Some(indexer) => indexer.stop(),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The most blocking library calls that run at once, per core (at least 2, at most 6 in all):
@@ -93,13 +117,24 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Opens the handle, starts the committer, loads the tokens and policies.
-    pub fn open(
-        config: &Config,
-        keys: Arc<dyn KeyStore>,
-    ) -> Result<(AppState, std::thread::JoinHandle<()>), String> {
-        let mem = open_handle(&config.store, keys.as_ref())
+    /// Opens the handle (with the embedding model, when semantic search is configured),
+    /// starts the committer and the vector indexer, loads the tokens and policies.
+    pub fn open(config: &Config, keys: Arc<dyn KeyStore>) -> Result<(AppState, Workers), String> {
+        let mut mem = open_handle(&config.store, keys.as_ref())
             .map_err(|e| format!("cannot open the store at {}: {e}", config.store))?;
+        if let Some(semantic) = &config.semantic {
+            let options = VectorIndexOptions {
+                saved_in: semantic.saved_in.clone(),
+                indexing: VectorIndexing::Background,
+            };
+            mem = mem
+                .with_vector_index(Arc::clone(&semantic.embedder), options)
+                .map_err(|e| format!("cannot attach the embedding model: {e}"))?;
+            if let Some(status) = mem.vector_index_status() {
+                tracing::info!(model = %status.model, indexed = status.indexed,
+                    snapshot = status.snapshot.as_deref().unwrap_or("none"), "vector index");
+            }
+        }
         if let Some(spec) = &config.signer {
             let signer = memlineage::signer::open_with_timeout(spec, config.signer_timeout)
                 .map_err(|e| format!("cannot use the external signer: {e}"))?;
@@ -109,6 +144,15 @@ impl AppState {
         let mem = Arc::new(mem);
         let (committer, thread) = Committer::start(Arc::clone(&mem))
             .map_err(|e| format!("cannot start the committer thread: {e}"))?;
+        let indexer = match &config.semantic {
+            Some(semantic) => Some(
+                VectorIndexer::start(Arc::clone(&mem), semantic.saved_in.clone(), |p| {
+                    metrics::gauge!("memlineage_vector_index_pending").set(p.pending() as f64);
+                })
+                .map_err(|e| format!("cannot start the vector indexer thread: {e}"))?,
+            ),
+            None => None,
+        };
         let tokens = TokenCache::open(&config.tokens_file)?;
         let policies = Policies::new(&config.policies)?;
         let state = AppState(Arc::new(Inner {
@@ -129,8 +173,13 @@ impl AppState {
             },
             requests: AtomicU64::new(0),
             calls: tokio::sync::Semaphore::new(blocking_calls()),
+            vectors: indexer.as_ref().map(VectorIndexer::waker),
         }));
-        Ok((state, thread))
+        let workers = Workers {
+            committer: thread,
+            indexer,
+        };
+        Ok((state, workers))
     }
 
     /// Runs a blocking library call on the handle.
@@ -166,7 +215,13 @@ impl AppState {
     pub async fn write(&self, reqs: Vec<WriteRequest>) -> ApiResult<Vec<Written>> {
         // Requests already in flight when shutdown begins are still committed: the committer
         // drains its queue before the process exits.
-        self.committer.submit(reqs).await.map_err(|e| match e {
+        let written = self.committer.submit(reqs).await;
+        if written.is_ok()
+            && let Some(w) = &self.vectors
+        {
+            w.wake();
+        }
+        written.map_err(|e| match e {
             SubmitError::Write(e) => ApiError::from(e),
             SubmitError::Closed => ApiError::unavailable(
                 "the service is shutting down: nothing was written; retry after the restart",

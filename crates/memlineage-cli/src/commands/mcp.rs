@@ -62,6 +62,12 @@ pub struct ServeArgs {
     /// Let `forget` erase content too.
     #[arg(long)]
     allow_erase: bool,
+    /// Recall by meaning (`mode` hybrid by default, semantic or lexical): attach the
+    /// embedding model all-MiniLM-L6-v2 — `default` (scripts/fetch-embedding-model.sh's
+    /// place, or $MEMLINEAGE_EMBEDDING_MODEL) or its directory. A background thread indexes
+    /// the log; the index is saved beside the store. Needs the cargo feature `models`.
+    #[arg(long, value_name = "default|DIR")]
+    embedding_model: Option<PathBuf>,
     #[command(flatten)]
     listen: ListenArgs,
 }
@@ -83,8 +89,20 @@ pub struct GatewayArgs {
 pub fn run(c: McpCommand, ctx: &Ctx) -> Result<Outcome, CliError> {
     match c {
         McpCommand::Serve(a) => {
-            // A long-lived handle: `recall` ranks with the handle's own lexical index.
-            let mem = open(&ctx.paths)?.with_lexical_index();
+            // A long-lived handle: `recall` ranks with the handle's own lexical index, and by
+            // meaning with an embedding model indexed in the background.
+            let mut mem = open(&ctx.paths)?.with_lexical_index();
+            let vectors_saved_in = match &a.embedding_model {
+                Some(model) => {
+                    let options = memlineage::search::VectorIndexOptions {
+                        saved_in: Some(ctx.paths.vectors_dir()),
+                        indexing: memlineage::search::VectorIndexing::Background,
+                    };
+                    mem = mem.with_vector_index(super::embedding_model(model)?, options)?;
+                    Some(ctx.paths.vectors_dir())
+                }
+                None => None,
+            };
             let listen = a.listen.listen();
             memlineage_mcp::serve(
                 mem,
@@ -97,6 +115,7 @@ pub fn run(c: McpCommand, ctx: &Ctx) -> Result<Outcome, CliError> {
                     listen,
                     max_message: a.listen.max_message_bytes,
                     allow_erase: a.allow_erase,
+                    vectors_saved_in,
                 },
             )
             .map_err(CliError::failed)?;

@@ -53,6 +53,30 @@ pub fn open(paths: &StorePaths) -> Result<Mem, CliError> {
     Ok(mem.with_reader(paths.trust.clone())?)
 }
 
+/// The embedding model `--embedding-model` names: `default` (where
+/// scripts/fetch-embedding-model.sh installs it, or $MEMLINEAGE_EMBEDDING_MODEL) or the
+/// directory of its files.
+#[cfg(feature = "models")]
+pub fn embedding_model(
+    model: &std::path::Path,
+) -> Result<std::sync::Arc<dyn memlineage::search::TextEmbedder>, CliError> {
+    Ok(if model.as_os_str() == "default" {
+        memlineage::search::embedder::load_default_embedder()?
+    } else {
+        memlineage::search::embedder::load_embedder(model)?
+    })
+}
+
+/// Without the cargo feature `models` there is no embedding model to load.
+#[cfg(not(feature = "models"))]
+pub fn embedding_model(
+    _model: &std::path::Path,
+) -> Result<std::sync::Arc<dyn memlineage::search::TextEmbedder>, CliError> {
+    Err(CliError::usage(
+        "--embedding-model needs the cargo feature `models`: this build lacks it (cargo install with --features models, then run scripts/fetch-embedding-model.sh)",
+    ))
+}
+
 /// Opens an existing store for `verify`, without trusting its registry first.
 pub fn open_for_audit(paths: &StorePaths) -> Result<Mem, CliError> {
     Memory::open_for_audit_at(&paths.location).map_err(|e| cannot_open(paths, e, false))

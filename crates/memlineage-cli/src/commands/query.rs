@@ -39,20 +39,12 @@ fn open_for(ctx: &Ctx, mode: SearchMode) -> Result<memlineage::Memory, CliError>
     }
     #[cfg(feature = "models")]
     {
-        // The vector index is saved beside the store (`<store file>.vectors/`, or `vectors/`
-        // beside the keys of a PostgreSQL store) and loaded by the next search when it still
-        // checks (`Memory::with_embedder_saved`), instead of being rebuilt.
-        let vectors = match &ctx.paths.db {
-            Some(db) => {
-                let mut name = db.as_os_str().to_owned();
-                name.push(".vectors");
-                std::path::PathBuf::from(name)
-            }
-            None => ctx.paths.config_dir().join("vectors"),
-        };
+        // The vector index is saved beside the store (`Paths::vectors_dir`) and loaded by the
+        // next search when it still checks (`Memory::with_embedder_saved`), instead of being
+        // rebuilt.
         Ok(mem.with_embedder_saved(
             memlineage::search::embedder::load_default_embedder()?,
-            vectors,
+            ctx.paths.vectors_dir(),
         )?)
     }
     #[cfg(not(feature = "models"))]

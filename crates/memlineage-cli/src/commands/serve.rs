@@ -59,6 +59,13 @@ pub struct ServeArgs {
     /// Log lines as text instead of JSON.
     #[arg(long)]
     text_logs: bool,
+    /// Semantic and hybrid search (`"mode"` in `POST /v1/search`): attach the embedding
+    /// model all-MiniLM-L6-v2 — `default` (where scripts/fetch-embedding-model.sh installs
+    /// it, or $MEMLINEAGE_EMBEDDING_MODEL) or its directory. A background thread indexes the
+    /// log; the index is saved beside the store (`<store file>.vectors/`). Needs the cargo
+    /// feature `models`. Without it the service searches lexically only.
+    #[arg(long, value_name = "default|DIR")]
+    embedding_model: Option<PathBuf>,
     /// Print the OpenAPI 3.1 document and exit.
     #[arg(long)]
     openapi: bool,
@@ -101,6 +108,9 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         ..Limits::default()
     };
     config.policies = policies;
+    if let Some(model) = &a.embedding_model {
+        config.semantic = Some(semantic_search(model, ctx)?);
+    }
     config.shutdown_grace = Duration::from_secs(a.shutdown_grace);
     let keys = Arc::new(FileKeys::new(&config.keys_dir));
     let json_mode = ctx.json;
@@ -116,6 +126,18 @@ pub fn serve(a: ServeArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
     })
     .map_err(CliError::failed)?;
     Ok(Outcome::ok(serde_json::Value::Null, ""))
+}
+
+/// The embedding model named by `--embedding-model`, with the vector index saved beside the
+/// store.
+fn semantic_search(
+    model: &std::path::Path,
+    ctx: &Ctx,
+) -> Result<memlineage_server::SemanticSearch, CliError> {
+    Ok(memlineage_server::SemanticSearch {
+        embedder: super::embedding_model(model)?,
+        saved_in: Some(ctx.paths.vectors_dir()),
+    })
 }
 
 /// `memlineage token …`.

@@ -202,3 +202,20 @@ pub fn mode(p: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
+
+/// Whether the embedding model (all-MiniLM-L6-v2, `scripts/fetch-embedding-model.sh`) can be
+/// loaded; without it a test prints why and passes, except under `CI`, where it fails.
+#[cfg(feature = "models")]
+pub fn model_present() -> bool {
+    match memlineage::search::embedder::load_default_embedder() {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI is set but the embedding model is missing: {e}"
+            );
+            eprintln!("skipping a test of the embedding model: {e}");
+            false
+        }
+    }
+}

@@ -4,7 +4,7 @@ JSON line per step.
 
 The server is a command (`{"command": [...]}`, stdio) or a URL (`{"url": "http://..."}`).
 Steps:
-  {"op": "list"}                                        -> {"tools": [names]}
+  {"op": "list"}                                        -> {"tools": [names], "schemas": {name: inputSchema}}
   {"op": "call", "name": N, "args": {...}, "meta": {...}} -> {"is_error", "text", "meta", "structured"}
   {"op": "cancel", "name": N, "args": {...}, "after": s}  -> {"cancelled": true} (the call is abandoned)
   {"op": "sleep", "seconds": s}                          -> {}
@@ -44,7 +44,10 @@ async def run(plan: dict[str, Any]) -> None:
             try:
                 if op == "list":
                     tools = await client.list_tools()
-                    out: dict[str, Any] = {"tools": sorted(t.name for t in tools.tools)}
+                    out: dict[str, Any] = {
+                        "tools": sorted(t.name for t in tools.tools),
+                        "schemas": {t.name: t.input_schema for t in tools.tools},
+                    }
                 elif op == "call":
                     r = await client.call_tool(step["name"], step.get("args", {}), meta=step.get("meta"))
                     out = result_json(r)

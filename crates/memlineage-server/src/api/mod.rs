@@ -56,6 +56,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/distrust", post(control::distrust))
         .route("/v1/search", post(retrieval::search))
+        .route("/v1/search/status", get(retrieval::search_status))
         .route("/v1/recall", post(retrieval::recall))
         .route("/v1/gate", post(gate::gate))
         .route("/v1/verify", post(verify::start))

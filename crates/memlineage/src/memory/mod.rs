@@ -32,6 +32,7 @@ mod signing;
 mod signing_key;
 pub(crate) mod stage;
 pub(crate) mod value_index;
+mod vector_indexer;
 mod verified_cache;
 mod verified_note;
 mod witnessing;
@@ -48,6 +49,7 @@ pub use reader::WITNESSED_SEARCH;
 pub use retrieve::{Dropped, Retrieval};
 pub use rollback::{AtRisk, RollbackWindow};
 pub use stage::Effect;
+pub use vector_indexer::{VectorIndexer, Wake};
 pub use witnessing::{VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use write::{RELABEL_ATTEMPTS, WriteRequest, Written};
 

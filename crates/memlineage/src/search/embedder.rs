@@ -40,3 +40,12 @@ pub fn load_default_embedder() -> Result<std::sync::Arc<dyn TextEmbedder>, Error
         .map_err(|e| Error::Unavailable(format!("embedding model: {e}")))?;
     Ok(std::sync::Arc::new(e))
 }
+
+/// Loads all-MiniLM-L6-v2 from the directory `dir` (the files
+/// `scripts/fetch-embedding-model.sh` installs), for [`crate::Memory::with_embedder`].
+#[cfg(feature = "models")]
+pub fn load_embedder(dir: &std::path::Path) -> Result<std::sync::Arc<dyn TextEmbedder>, Error> {
+    let e = memlineage_models::Embedder::load(dir)
+        .map_err(|e| Error::Unavailable(format!("embedding model in {}: {e}", dir.display())))?;
+    Ok(std::sync::Arc::new(e))
+}

@@ -9,16 +9,20 @@
 //!   matches;
 //! - [`vector`]: the approximate nearest-neighbour index of entry embeddings (HNSW);
 //! - [`fusion`]: reciprocal rank fusion of several rankings (hybrid retrieval);
-//! - [`stored`]: the stored form of entry embeddings and its binding to the entry.
+//! - [`stored`]: the stored form of entry embeddings and its binding to the entry;
+//! - [`indexing`]: when the vector index runs the embedding model (at writes, or in the
+//!   background).
 //!
 //! `docs/retrieval.md` describes the algorithms and their measurements.
 
 pub mod embedder;
 pub mod fusion;
+pub mod indexing;
 pub mod lexical;
 pub mod mode;
 pub mod stored;
 pub mod vector;
 
 pub use embedder::TextEmbedder;
+pub use indexing::{VectorIndexOptions, VectorIndexProgress, VectorIndexing};
 pub use mode::SearchMode;

@@ -116,6 +116,9 @@ pub struct VectorIndexStatus {
     pub model: String,
     /// Entries in the index.
     pub indexed: u64,
+    /// Entries of the log the index has considered (leaf indices below this); the rest are
+    /// not found by a semantic search yet (`search/indexing.rs`).
+    pub considered: u64,
     /// Vectors taken from stored rows (their binding checked).
     pub loaded: u64,
     /// Vectors computed by the model in this process (no usable stored row).
