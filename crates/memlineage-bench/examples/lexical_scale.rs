@@ -10,7 +10,11 @@
 //! ```
 //!
 //! `MEMLINEAGE_LEXICAL_LOOP=<seconds>` instead runs the windowed top-k alone at `MAX_N` for
-//! that long once the index is built, for a sampling profiler (`perf record`).
+//! that long once the index is built, for a sampling profiler (`perf record`);
+//! `MEMLINEAGE_LEXICAL_QUERIES=<count>` runs that many queries and prints the time per query
+//! the thread spent on a CPU (`/proc/thread-self/schedstat`) beside the wall time: on a
+//! machine shared with other builds the scheduler inflates the wall time, not the time on
+//! the CPU.
 
 use memlineage::search::lexical::{CANDIDATE_WINDOW, LexicalIndex};
 use memlineage_bench::fixtures::{Workload, queries};
@@ -52,6 +56,25 @@ fn main() {
             n += 1;
         }
         build_ns += t.elapsed().as_nanos();
+        if let Some(count) = std::env::var("MEMLINEAGE_LEXICAL_QUERIES")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+        {
+            if n < max {
+                continue;
+            }
+            let (cpu, wall) = (on_cpu_ns(), Instant::now());
+            for i in 0..count {
+                black_box(ix.top_k_within(&qs[i % qs.len()], 8, CANDIDATE_WINDOW, |_| true));
+            }
+            let per = |ns: u128| fmt_ns(ns as f64 / count.max(1) as f64);
+            println!(
+                "{n}: {count} windowed top-8 queries, per query {} on the CPU, {} wall",
+                per(on_cpu_ns().saturating_sub(cpu)),
+                per(wall.elapsed().as_nanos())
+            );
+            return;
+        }
         if let Some(secs) = std::env::var("MEMLINEAGE_LEXICAL_LOOP")
             .ok()
             .and_then(|s| s.parse::<u64>().ok())
@@ -97,4 +120,13 @@ fn main() {
             ix.memory_bytes() as f64 / (1024.0 * 1024.0)
         );
     }
+}
+
+/// Nanoseconds this thread has run on a CPU (the first field of its `schedstat`; 0 where
+/// unavailable).
+fn on_cpu_ns() -> u128 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }

@@ -1,22 +1,31 @@
 //! The windowed top-k ([`LexicalIndex::top_k_within`]): one merge of the query terms'
 //! windows, in document order, each candidate bounded before it costs anything.
 //!
-//! **Why not MaxScore here.** Over a window the work is fixed by the window (about `window`
-//! postings per term, plus the older postings of the other terms that a candidate below their
-//! windows must be checked against); what varied was the cost per candidate. The MaxScore
-//! loop ([`super::topk`]) seeks every essential cursor, asks every list for a block bound and
-//! binary-searches decoded vectors per candidate — about 30 ns for each of the ≈ 2,000
-//! candidates of a two-word query at 10^6 (issue 17). Here each term keeps a [`Reader`] in
-//! place on its current window block and another on the block below its window that the last
-//! probe met; the next candidate is the smallest head, and a candidate is dropped as soon as
-//! a bound says it cannot enter the top k (Turtle & Flood 1995, MaxScore's test, applied per
-//! candidate with block bounds as in Ding & Suel 2011):
+//! **Why not the MaxScore loop here.** Over a window the work is fixed by the window (about
+//! `window` postings per term, plus the older postings of the other terms that a candidate
+//! below their windows must be checked against); what differed was the cost per candidate.
+//! The MaxScore loop of [`super::topk`] (kept for the exact, unwindowed top-k) seeks every
+//! essential cursor, asks every list for a block bound and binary-searches decoded vectors
+//! per candidate, and fully scored ≈ 1,200 of the ≈ 2,000 candidates of a two-word query at
+//! 10^6 (issue 17). Here each term keeps a [`Reader`] in place on its current window block and
+//! another on the block below its window that the last probe met; the next candidate is the
+//! smallest head of the terms that still propose, and a candidate is dropped as soon as a
+//! bound says it cannot enter the top k (Turtle & Flood 1995, MaxScore's test, applied per
+//! candidate with the block bounds of Ding & Suel 2011):
 //!
 //! 1. from the bounds of the blocks the terms have there, without a division (a term whose
-//!    window covers the candidate but whose head is past it is absent: zero; a term below its
+//!    window covers the candidate but has no posting of it is absent: zero; a term below its
 //!    window whose blocks leave a gap at the candidate is absent too);
 //! 2. from the exact scores of the terms read from the windows, plus the bounds of the others;
 //! 3. after each probe of an older block.
+//!
+//! **MaxScore over the windows.** Once the top k is full, a term whose window's best block
+//! bound, added to the other skipped terms' and to the list bounds of the terms whose windows
+//! start later, stays under the k-th score stops proposing candidates ([`skip_proposers`]):
+//! a document only it proposes cannot enter. Its reader then only seeks to the others'
+//! candidates, over whole blocks without reading them. On the benchmark's two-word queries
+//! the frequent term's window stops proposing once a few two-term documents are in the top
+//! k, and only the rarer term's window is walked.
 //!
 //! A candidate that passes is scored exactly, term by term in query order, each term with its
 //! own posting's length (the same bits as a full ranking), and enters as in the MaxScore loop:
@@ -44,6 +53,13 @@ struct Term<'a> {
     reader: Reader<'a>,
     bound: f64,
     head: u64,
+    /// The largest bound of the window's blocks, and the list's bound (which holds below the
+    /// window too).
+    window_bound: f64,
+    list_bound: f64,
+    /// Whether the term has stopped proposing candidates (see [`skip_proposers`]): its
+    /// reader then only seeks to the candidates of the others.
+    skipped: bool,
     /// Below the window: the block of the last probe, its bound (once asked), and a reader in
     /// it (once a probe needs its postings).
     below: usize,
@@ -79,9 +95,19 @@ impl<'a> Term<'a> {
             .checked_sub(1)
             .and_then(|i| blocks.get(i))
             .map_or(0, |b| b.last.saturating_add(1));
+        let idf = col.idf(list.df);
+        let window_bound = blocks
+            .get(start..)
+            .unwrap_or(&[])
+            .iter()
+            .map(|b| col.bound(idf, b.max_tf, b.min_len))
+            .fold(0.0, f64::max);
         let mut t = Term {
             blocks,
-            idf: col.idf(list.df),
+            idf,
+            window_bound,
+            list_bound: col.bound(idf, list.max_tf, list.min_len),
+            skipped: false,
             floor,
             start,
             at: start,
@@ -130,15 +156,39 @@ impl<'a> Term<'a> {
         self.settle(col, stats);
     }
 
+    /// Moves the window's reader to its first posting at or after `doc`, over whole blocks
+    /// that end before it without reading them (only a term that stopped proposing lags).
+    fn seek_window(&mut self, doc: u64, col: &Collection, stats: &mut TopKStats) {
+        if self.head >= doc {
+            return;
+        }
+        let blocks: &'a [Block] = self.blocks;
+        if blocks.get(self.at).is_some_and(|b| b.last < doc) {
+            let skip = blocks
+                .get(self.at..)
+                .map_or(0, |rest| rest.partition_point(|b| b.last < doc));
+            self.at += skip;
+            self.reader = Reader::empty();
+            self.enter(col, stats);
+            self.settle(col, stats);
+        }
+        while self.head < doc {
+            self.reader.seek(doc);
+            self.settle(col, stats);
+        }
+    }
+
     /// What `doc` (the candidate; candidates ascend) gets from this term, without reading a
     /// block below the window.
-    fn known(&mut self, doc: u64, col: &Collection) -> Known {
-        if self.head == doc {
-            return Known::Present;
-        }
+    fn known(&mut self, doc: u64, col: &Collection, stats: &mut TopKStats) -> Known {
         if doc >= self.floor {
+            self.seek_window(doc, col, stats);
             // The head is the first window posting at or after `doc`.
-            return Known::Absent;
+            return if self.head == doc {
+                Known::Present
+            } else {
+                Known::Absent
+            };
         }
         let blocks: &'a [Block] = self.blocks;
         let below = &blocks[..self.start.min(blocks.len())];
@@ -181,6 +231,37 @@ impl<'a> Term<'a> {
     }
 }
 
+/// MaxScore over the windows (Turtle & Flood 1995): marks the terms that need no longer
+/// propose candidates from `target` on. A document at or after `target` that no proposing term
+/// holds gets at most the window bounds of the terms that stopped proposing plus the list
+/// bounds of the terms whose windows it is below (the others do not hold it, or they would
+/// propose it); while that sum stays under `cut`, the weakest window joins the skipped ones.
+/// `cut` only rises and the sum only falls as `target` passes the floors, so a term once
+/// skipped stays skipped, and the postings its reader steps over were never candidates.
+fn skip_proposers(ts: &mut [Term<'_>], order: &[usize], target: u64, cut: f64) {
+    let mut sum: f64 = ts
+        .iter()
+        .filter(|t| t.floor > target)
+        .map(|t| t.list_bound)
+        .sum();
+    for &i in order {
+        let t = &mut ts[i];
+        if t.floor > target {
+            continue;
+        }
+        if t.skipped {
+            sum += t.window_bound;
+            continue;
+        }
+        if sum + t.window_bound < cut {
+            sum += t.window_bound;
+            t.skipped = true;
+        } else {
+            break;
+        }
+    }
+}
+
 impl LexicalIndex {
     /// [`LexicalIndex::top_k_within`] for a window below `usize::MAX` (see the module docs):
     /// the best `k` of the candidates, exactly as a full ranking of them.
@@ -211,15 +292,38 @@ impl LexicalIndex {
         let mut heap: BinaryHeap<Weakest> = BinaryHeap::with_capacity(k.min(1024) + 1);
         let mut theta = f64::NEG_INFINITY;
         let mut cut = f64::NEG_INFINITY;
+        // The terms by window bound, weakest first; the cut the skipped set was reckoned for,
+        // and the next floor, where it must be reckoned again.
+        let mut order: Vec<usize> = (0..ts.len()).collect();
+        order.sort_by(|a, b| ts[*a].window_bound.total_cmp(&ts[*b].window_bound));
+        let mut reckoned = f64::NEG_INFINITY;
+        let mut next_floor = 0u64;
         loop {
-            let doc = ts.iter().map(|t| t.head).min().unwrap_or(u64::MAX);
+            let doc = ts
+                .iter()
+                .filter(|t| !t.skipped)
+                .map(|t| t.head)
+                .min()
+                .unwrap_or(u64::MAX);
             if doc == u64::MAX {
                 break;
+            }
+            if cut > reckoned || doc >= next_floor {
+                skip_proposers(&mut ts, &order, doc, cut);
+                next_floor = ts
+                    .iter()
+                    .map(|t| t.floor)
+                    .filter(|f| *f > doc)
+                    .min()
+                    .unwrap_or(u64::MAX);
+                reckoned = cut;
+                // The candidate again, among the terms that still propose.
+                continue;
             }
             // 1. The blocks' bounds.
             let mut bound = 0.0;
             for (t, kn) in ts.iter_mut().zip(known.iter_mut()) {
-                *kn = t.known(doc, &col);
+                *kn = t.known(doc, &col, &mut stats);
                 match *kn {
                     Known::Present => bound += t.bound,
                     Known::Unknown(b) => bound += b,
