@@ -325,6 +325,14 @@ impl Memory {
         let want = max_entries.clamp(1, CATCH_UP_CHUNK).min(size - from);
         let outcome = self.read_vectors(semantic, from, want);
         let mut state = semantic.lock()?;
+        // A step that read nothing below the log's size would leave the indexer spinning: a
+        // store that answers so is reported instead.
+        let outcome = outcome.and_then(|c| match c.next > from {
+            true => Ok(c),
+            false => Err(Error::internal(format!(
+                "the store returned no entry from index {from}, though it holds {size}"
+            ))),
+        });
         let chunk = match outcome {
             Ok(c) => c,
             Err(e) => {
