@@ -9,6 +9,7 @@
 //! cargo run --release -p memlineage-bench --example lexical_scale [MAX_N]
 //! ```
 //!
+//! `MEMLINEAGE_LEXICAL_WINDOW=<postings>` ranks with another window than `CANDIDATE_WINDOW`.
 //! `MEMLINEAGE_LEXICAL_LOOP=<seconds>` instead runs the windowed top-k alone at `MAX_N` for
 //! that long once the index is built, for a sampling profiler (`perf record`);
 //! `MEMLINEAGE_LEXICAL_QUERIES=<count>` runs that many queries and prints the time per query
@@ -29,6 +30,10 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let qs = queries();
+    let window: usize = std::env::var("MEMLINEAGE_LEXICAL_WINDOW")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(CANDIDATE_WINDOW);
     let mut ix = LexicalIndex::new();
     let mut w = Workload::new(1);
     let mut n = 0u64;
@@ -65,7 +70,7 @@ fn main() {
             }
             let (cpu, wall) = (on_cpu_ns(), Instant::now());
             for i in 0..count {
-                black_box(ix.top_k_within(&qs[i % qs.len()], 8, CANDIDATE_WINDOW, |_| true));
+                black_box(ix.top_k_within(&qs[i % qs.len()], 8, window, |_| true));
             }
             let per = |ns: u128| fmt_ns(ns as f64 / count.max(1) as f64);
             println!(
@@ -86,7 +91,7 @@ fn main() {
             let mut i = 0usize;
             while Instant::now() < until {
                 i = (i + 1) % qs.len();
-                black_box(ix.top_k_within(&qs[i], 8, CANDIDATE_WINDOW, |_| true));
+                black_box(ix.top_k_within(&qs[i], 8, window, |_| true));
             }
             return;
         }
@@ -97,11 +102,11 @@ fn main() {
         });
         let s = measure(&Budget::new(1_000, 200, 20_000), || {
             i = (i + 1) % qs.len();
-            black_box(ix.top_k_within(&qs[i], 8, CANDIDATE_WINDOW, |_| true));
+            black_box(ix.top_k_within(&qs[i], 8, window, |_| true));
         });
         let (mut blocks, mut scored, mut postings) = (0u64, 0u64, 0u64);
         for q in &qs {
-            let (_, st) = ix.top_k_with_stats(q, 8, CANDIDATE_WINDOW, |_| true);
+            let (_, st) = ix.top_k_with_stats(q, 8, window, |_| true);
             blocks += st.blocks_decoded;
             scored += st.docs_scored;
             postings += st.postings;

@@ -23,8 +23,8 @@
 //! list: its length grows with the store. [`LexicalIndex::top_k_within`] bounds that work: a
 //! document is a candidate when a query term occurs in it among that term's most recent
 //! [`CANDIDATE_WINDOW`] postings; candidates are scored exactly, over every query term, and
-//! ranked as above. That top-k is its own loop (`window.rs`): one merge of the terms' windows,
-//! read in place, with MaxScore's test per candidate and per window (a term whose window
+//! ranked as above. That top-k is its own loop (`window.rs`): one merge of the terms' postings,
+//! decoded from the lowest candidate on, with MaxScore's test per candidate and per window (a term whose window
 //! cannot lift a document into the top k stops proposing), so the candidates that cost a
 //! score are a few dozen, not the window's thousands. For terms in fewer entries than the window (names, codes, rare words) the
 //! answer is the exact ranking of the whole store; a frequent term proposes its recent

@@ -1,197 +1,203 @@
-//! The windowed top-k ([`LexicalIndex::top_k_within`]): one merge of the query terms'
-//! windows, in document order, each candidate bounded before it costs anything.
+//! The windowed top-k ([`LexicalIndex::top_k_within`]): each query term's postings from the
+//! lowest candidate on, decoded once into a vector, and one merge over them in document order.
 //!
-//! **Why not the MaxScore loop here.** Over a window the work is fixed by the window (about
-//! `window` postings per term, plus the older postings of the other terms that a candidate
-//! below their windows must be checked against); what differed was the cost per candidate.
-//! The MaxScore loop of [`super::topk`] (kept for the exact, unwindowed top-k) seeks every
-//! essential cursor, asks every list for a block bound and binary-searches decoded vectors
-//! per candidate, and fully scored ≈ 1,200 of the ≈ 2,000 candidates of a two-word query at
-//! 10^6 (issue 17). Here each term keeps a [`Reader`] in place on its current window block and
-//! another on the block below its window that the last probe met; the next candidate is the
-//! smallest head of the terms that still propose, and a candidate is dropped as soon as a
-//! bound says it cannot enter the top k (Turtle & Flood 1995, MaxScore's test, applied per
-//! candidate with the block bounds of Ding & Suel 2011):
+//! **Why decode first.** Over a window the work is fixed by the window: about `window`
+//! postings per term propose candidates, and each candidate must be looked up in the other
+//! terms' postings, including older ones when it lies below their windows. What cost the time
+//! was the price per candidate: a loop that kept a reader in place on each term's current
+//! block, asked every term for its block and bound per candidate and re-entered blocks paid
+//! about 14 ns per posting it passed (≈ 60 µs for the ≈ 4,200 postings of a two-word query at
+//! 10^6 entries, issue 17). Here each term's blocks that can meet a candidate are decoded in
+//! one pass ([`Block::decode_extend`]: fixed-width fields, no dependent loads), and the merge
+//! steps through plain vectors: a candidate costs a comparison per term and, when a term holds
+//! it, one score.
 //!
-//! 1. from the bounds of the blocks the terms have there, without a division (a term whose
-//!    window covers the candidate but has no posting of it is absent: zero; a term below its
-//!    window whose blocks leave a gap at the candidate is absent too);
-//! 2. from the exact scores of the terms read from the windows, plus the bounds of the others;
-//! 3. after each probe of an older block.
+//! **Which postings are decoded.** The lowest candidate is the lowest window floor. A term
+//! whose postings from there on are at most [`DECODE_RATIO`] times the candidates is decoded
+//! from there; a term that is much more frequent than the others (its postings over the
+//! rarest term's window would outnumber the candidates many times) has only its window
+//! decoded, and a candidate below it *probes* the one older block that may hold it (a block's
+//! bound first, its postings only when the candidate can still enter the top k). Either way
+//! the decoded postings are bounded by a multiple of the windows, whatever the store's size.
 //!
-//! **MaxScore over the windows.** Once the top k is full, a term whose window's best block
-//! bound, added to the other skipped terms' and to the list bounds of the terms whose windows
-//! start later, stays under the k-th score stops proposing candidates ([`skip_proposers`]):
-//! a document only it proposes cannot enter. Its reader then only seeks to the others'
-//! candidates, over whole blocks without reading them. On the benchmark's two-word queries
-//! the frequent term's window stops proposing once a few two-term documents are in the top
-//! k, and only the rarer term's window is walked.
+//! **MaxScore over the windows** (Turtle & Flood 1995, with the block bounds of Ding & Suel
+//! 2011): once the top k is full, a term whose window's best block bound, added to the other
+//! skipped terms' and to the list bounds of the terms whose windows start later, stays under
+//! the k-th score stops proposing candidates ([`skip_proposers`]): a document only it proposes
+//! cannot enter. Its postings are then only stepped over, to answer the others' candidates.
 //!
-//! A candidate that passes is scored exactly, term by term in query order, each term with its
-//! own posting's length (the same bits as a full ranking), and enters as in the MaxScore loop:
-//! strictly above the k-th score (documents ascend, so ties go to the lower document), live,
-//! and accepted by the caller's filter.
+//! A candidate is dropped as soon as a bound keeps it out of the top k: the exact scores of the
+//! terms that hold it among the decoded postings plus the bounds of the blocks still to probe;
+//! then after each probe. A candidate that passes is scored exactly, term by term in query
+//! order, each term with its own posting's length (the same bits as a full ranking), and
+//! enters as in the MaxScore loop of [`super::topk`]: strictly above the k-th score (documents
+//! ascend, so ties go to the lower document), live, and accepted by the caller's filter.
 
-use super::block::{Block, Reader};
+use super::block::{Block, Posting, Reader};
 use super::bm25::Collection;
 use super::index::{LexicalIndex, PostingList};
 use super::topk::{Hit, Norms, TopKStats, Weakest, slack};
 use std::collections::BinaryHeap;
 
-/// One query term: a reader over its window (the candidates it proposes) and one below it
-/// (the probes of candidates older than its window).
+/// A term whose postings from the lowest candidate on number more than this many times the
+/// candidates (the windows' postings) keeps only its window decoded, and is probed below it.
+const DECODE_RATIO: usize = 4;
+
+/// The first block of a list's window: the trailing blocks that hold at least `window`
+/// postings.
+fn window_start(blocks: &[Block], window: usize) -> usize {
+    let mut held = 0usize;
+    for (i, b) in blocks.iter().enumerate().rev() {
+        if held >= window {
+            return i + 1;
+        }
+        held += b.count as usize;
+    }
+    0
+}
+
+/// The first document after block `at - 1` (0 for the first block): no document between it and
+/// block `at`'s first holds the term.
+fn floor_at(blocks: &[Block], at: usize) -> u64 {
+    at.checked_sub(1)
+        .and_then(|i| blocks.get(i))
+        .map_or(0, |b| b.last.saturating_add(1))
+}
+
+/// One query term.
 struct Term<'a> {
-    blocks: &'a [Block],
     idf: f64,
-    /// Documents below this are never candidates from this term.
+    /// Documents below this are never candidates from this term (its window's floor).
     floor: u64,
-    /// The first block of the window (the blocks below it are probed).
-    start: usize,
-    /// The window block being read, its reader, its bound, and the reader's document
-    /// (`u64::MAX` past the window).
-    at: usize,
-    reader: Reader<'a>,
-    bound: f64,
-    head: u64,
-    /// The largest bound of the window's blocks, and the list's bound (which holds below the
-    /// window too).
-    window_bound: f64,
-    list_bound: f64,
-    /// Whether the term has stopped proposing candidates (see [`skip_proposers`]): its
-    /// reader then only seeks to the candidates of the others.
-    skipped: bool,
-    /// Below the window: the block of the last probe, its bound (once asked), and a reader in
+    /// The postings of the blocks from `region_start` on, decoded; those from `window_at` on
+    /// are the window's.
+    postings: Vec<Posting>,
+    window_at: usize,
+    /// The first decoded posting at or after the last document looked up (documents ascend).
+    pos: usize,
+    /// Documents at or after this are answered by `postings`; below it, by probing
+    /// `below_blocks`.
+    region_start: u64,
+    below_blocks: &'a [Block],
+    /// The block below the region of the last probe, its bound (once asked), and a reader in
     /// it (once a probe needs its postings).
     below: usize,
     below_bound: Option<f64>,
     below_reader: Option<Reader<'a>>,
+    /// The largest bound of the window's blocks, and the list's bound (which holds below the
+    /// window too).
+    window_bound: f64,
+    list_bound: f64,
+    /// Whether the term has stopped proposing candidates (see [`skip_proposers`]).
+    skipped: bool,
+    /// The term's scores by term frequency (below [`SCORED_TF`]) and length (below 256), NaN
+    /// until computed: lengths and frequencies repeat across candidates, and a score from the
+    /// table is one load where computing it is a division.
+    scores: Vec<f64>,
 }
+
+/// Term frequencies below this have their scores kept ([`Term::score`]).
+const SCORED_TF: u32 = 4;
 
 /// What a candidate is known to get from a term.
 #[derive(Clone, Copy)]
 enum Known {
     /// Not in the candidate.
     Absent,
-    /// In the candidate, from the window's head.
-    Present,
-    /// Below the window, in a block whose bound is this: a probe tells.
+    /// In the candidate with this term frequency and length.
+    Present(u32, u32),
+    /// Below the decoded region, in a block whose bound is this: a probe tells.
     Unknown(f64),
 }
 
 impl<'a> Term<'a> {
-    fn new(list: &'a PostingList, col: &Collection, window: usize, stats: &mut TopKStats) -> Self {
+    /// The term's window, decoded from block `from` on (`from` is at most the window's start).
+    fn new(
+        list: &'a PostingList,
+        col: &Collection,
+        start: usize,
+        from: usize,
+        stats: &mut TopKStats,
+    ) -> Self {
         let blocks = &list.blocks[..];
-        // The window: the trailing blocks that hold at least `window` postings.
-        let mut held = 0usize;
-        let mut start = 0usize;
-        for (i, b) in blocks.iter().enumerate().rev() {
-            if held >= window {
-                start = i + 1;
-                break;
-            }
-            held += b.count as usize;
-        }
-        let floor = start
-            .checked_sub(1)
-            .and_then(|i| blocks.get(i))
-            .map_or(0, |b| b.last.saturating_add(1));
         let idf = col.idf(list.df);
+        let floor = floor_at(blocks, start);
+        let decoded = blocks.get(from..).unwrap_or(&[]);
+        let mut postings = Vec::with_capacity(decoded.iter().map(|b| b.count as usize).sum());
+        for b in decoded {
+            b.decode_extend(&mut postings);
+        }
+        stats.blocks_decoded += decoded.len() as u64;
+        let window_at = postings.partition_point(|p| p.doc < floor);
         let window_bound = blocks
             .get(start..)
             .unwrap_or(&[])
             .iter()
             .map(|b| col.bound(idf, b.max_tf, b.min_len))
             .fold(0.0, f64::max);
-        let mut t = Term {
-            blocks,
+        Term {
             idf,
-            window_bound,
-            list_bound: col.bound(idf, list.max_tf, list.min_len),
-            skipped: false,
             floor,
-            start,
-            at: start,
-            reader: Reader::empty(),
-            bound: 0.0,
-            head: u64::MAX,
+            postings,
+            window_at,
+            pos: 0,
+            region_start: floor_at(blocks, from),
+            below_blocks: blocks.get(..from).unwrap_or(&[]),
             below: 0,
             below_bound: None,
             below_reader: None,
-        };
-        t.enter(col, stats);
-        t.settle(col, stats);
-        t
-    }
-
-    /// Opens window block `at` (if any).
-    fn enter(&mut self, col: &Collection, stats: &mut TopKStats) {
-        if let Some(b) = self.blocks.get(self.at) {
-            self.reader = b.reader();
-            self.bound = col.bound(self.idf, b.max_tf, b.min_len);
-            stats.blocks_decoded += 1;
+            window_bound,
+            list_bound: col.bound(idf, list.max_tf, list.min_len),
+            skipped: false,
+            scores: vec![f64::NAN; SCORED_TF as usize * 256],
         }
     }
 
-    /// Sets `head` to the reader's posting, moving to the next window block when this one is
-    /// read.
-    fn settle(&mut self, col: &Collection, stats: &mut TopKStats) {
-        loop {
-            if let Some(doc) = self.reader.doc() {
-                self.head = doc;
-                return;
+    /// The term's score in a document where it occurs `tf` times, of `len` terms: the same
+    /// bits as [`Collection::term_score_normed`] with the document's norm.
+    #[inline]
+    fn score(&mut self, col: &Collection, norms: &mut Norms, tf: u32, len: u32) -> f64 {
+        let slot = (tf < SCORED_TF && len < 256).then_some((tf as usize) << 8 | len as usize);
+        match slot.and_then(|i| self.scores.get_mut(i)) {
+            Some(s) if !s.is_nan() => *s,
+            Some(s) => {
+                *s = col.term_score_normed(self.idf, tf, norms.get(col, len));
+                *s
             }
-            if self.at >= self.blocks.len() {
-                self.head = u64::MAX;
-                return;
-            }
-            self.at += 1;
-            self.reader = Reader::empty();
-            self.enter(col, stats);
+            None => col.term_score_normed(self.idf, tf, norms.get(col, len)),
         }
     }
 
-    /// Past the head (the candidate it proposed has been dealt with).
-    fn advance(&mut self, col: &Collection, stats: &mut TopKStats) {
-        self.reader.advance();
-        self.settle(col, stats);
-    }
-
-    /// Moves the window's reader to its first posting at or after `doc`, over whole blocks
-    /// that end before it without reading them (only a term that stopped proposing lags).
-    fn seek_window(&mut self, doc: u64, col: &Collection, stats: &mut TopKStats) {
-        if self.head >= doc {
-            return;
-        }
-        let blocks: &'a [Block] = self.blocks;
-        if blocks.get(self.at).is_some_and(|b| b.last < doc) {
-            let skip = blocks
-                .get(self.at..)
-                .map_or(0, |rest| rest.partition_point(|b| b.last < doc));
-            self.at += skip;
-            self.reader = Reader::empty();
-            self.enter(col, stats);
-            self.settle(col, stats);
-        }
-        while self.head < doc {
-            self.reader.seek(doc);
-            self.settle(col, stats);
-        }
+    /// The next document this term proposes (its first window posting not yet passed).
+    #[inline]
+    fn proposal(&self) -> Option<u64> {
+        self.postings
+            .get(self.pos.max(self.window_at))
+            .map(|p| p.doc)
     }
 
     /// What `doc` (the candidate; candidates ascend) gets from this term, without reading a
-    /// block below the window.
-    fn known(&mut self, doc: u64, col: &Collection, stats: &mut TopKStats) -> Known {
-        if doc >= self.floor {
-            self.seek_window(doc, col, stats);
-            // The head is the first window posting at or after `doc`.
-            return if self.head == doc {
-                Known::Present
-            } else {
-                Known::Absent
+    /// block below the decoded region. Passes the posting of `doc` when the term holds it.
+    #[inline]
+    fn lookup(&mut self, doc: u64, col: &Collection) -> Known {
+        if doc >= self.region_start {
+            let ps = &self.postings[..];
+            let mut p = self.pos;
+            while ps.get(p).is_some_and(|q| q.doc < doc) {
+                p += 1;
+            }
+            return match ps.get(p) {
+                Some(q) if q.doc == doc => {
+                    self.pos = p + 1;
+                    Known::Present(q.tf, q.len)
+                }
+                _ => {
+                    self.pos = p;
+                    Known::Absent
+                }
             };
         }
-        let blocks: &'a [Block] = self.blocks;
-        let below = &blocks[..self.start.min(blocks.len())];
+        let below = self.below_blocks;
         if below.get(self.below).is_some_and(|b| b.last < doc) {
             let skip = below
                 .get(self.below..)
@@ -213,11 +219,11 @@ impl<'a> Term<'a> {
         }
     }
 
-    /// The term frequency and length of `doc` in the block below the window that
-    /// [`Term::known`] found for it (`(0, 0)` when the term is not in `doc`).
+    /// The term frequency and length of `doc` in the block below the region that
+    /// [`Term::lookup`] found for it (`(0, 0)` when the term is not in `doc`).
     fn probe(&mut self, doc: u64, stats: &mut TopKStats) -> (u32, u32) {
-        let blocks: &'a [Block] = self.blocks;
-        let Some(b) = blocks.get(self.below) else {
+        let below: &'a [Block] = self.below_blocks;
+        let Some(b) = below.get(self.below) else {
             return (0, 0);
         };
         let r = self.below_reader.get_or_insert_with(|| {
@@ -237,7 +243,7 @@ impl<'a> Term<'a> {
 /// bounds of the terms whose windows it is below (the others do not hold it, or they would
 /// propose it); while that sum stays under `cut`, the weakest window joins the skipped ones.
 /// `cut` only rises and the sum only falls as `target` passes the floors, so a term once
-/// skipped stays skipped, and the postings its reader steps over were never candidates.
+/// skipped stays skipped, and the postings it steps over were never candidates.
 fn skip_proposers(ts: &mut [Term<'_>], order: &[usize], target: u64, cut: f64) {
     let mut sum: f64 = ts
         .iter()
@@ -281,9 +287,38 @@ impl LexicalIndex {
             .filter(|l| l.df > 0)
             .collect();
         stats.postings = lists.iter().map(|l| l.df).sum();
+        let starts: Vec<usize> = lists
+            .iter()
+            .map(|l| window_start(&l.blocks, window))
+            .collect();
+        // The lowest candidate, and how many postings propose candidates.
+        let Some(lowest) = lists
+            .iter()
+            .zip(&starts)
+            .map(|(l, s)| floor_at(&l.blocks, *s))
+            .min()
+        else {
+            return (Vec::new(), stats);
+        };
+        let held = |bs: &[Block]| bs.iter().map(|b| b.count as usize).sum::<usize>();
+        let candidates: usize = lists
+            .iter()
+            .zip(&starts)
+            .map(|(l, s)| held(l.blocks.get(*s..).unwrap_or(&[])))
+            .sum();
         let mut ts: Vec<Term<'_>> = lists
             .iter()
-            .map(|l| Term::new(l, &col, window, &mut stats))
+            .zip(&starts)
+            .map(|(l, &start)| {
+                let reach = l.blocks.partition_point(|b| b.last < lowest).min(start);
+                let spread = held(l.blocks.get(reach..).unwrap_or(&[]));
+                let from = if spread > DECODE_RATIO.saturating_mul(candidates) {
+                    start
+                } else {
+                    reach
+                };
+                Term::new(l, &col, start, from, &mut stats)
+            })
             .collect();
         let mut known = vec![Known::Absent; ts.len()];
         let mut contrib = vec![0.0f64; ts.len()];
@@ -302,7 +337,7 @@ impl LexicalIndex {
             let doc = ts
                 .iter()
                 .filter(|t| !t.skipped)
-                .map(|t| t.head)
+                .filter_map(Term::proposal)
                 .min()
                 .unwrap_or(u64::MAX);
             if doc == u64::MAX {
@@ -320,43 +355,26 @@ impl LexicalIndex {
                 // The candidate again, among the terms that still propose.
                 continue;
             }
-            // 1. The blocks' bounds.
-            let mut bound = 0.0;
-            for (t, kn) in ts.iter_mut().zip(known.iter_mut()) {
-                *kn = t.known(doc, &col, &mut stats);
-                match *kn {
-                    Known::Present => bound += t.bound,
-                    Known::Unknown(b) => bound += b,
-                    Known::Absent => {}
-                }
-            }
-            if bound < cut {
-                for t in ts.iter_mut().filter(|t| t.head == doc) {
-                    t.advance(&col, &mut stats);
-                }
-                continue;
-            }
-            // 2. The window's exact scores, the others' bounds.
+            // The exact scores of the terms that hold it among the decoded postings, the
+            // bounds of the others' older blocks.
             let mut partial = 0.0;
             let mut rest = 0.0;
             for (i, t) in ts.iter_mut().enumerate() {
+                let kn = t.lookup(doc, &col);
+                known[i] = kn;
                 present[i] = false;
-                match known[i] {
-                    Known::Present => {
-                        let (tf, len) = t.reader.tf_len();
-                        t.advance(&col, &mut stats);
-                        if tf > 0 {
-                            let s = col.term_score_normed(t.idf, tf, norms.get(&col, len));
-                            contrib[i] = s;
-                            present[i] = true;
-                            partial += s;
-                        }
+                match kn {
+                    Known::Present(tf, len) => {
+                        let s = t.score(&col, &mut norms, tf, len);
+                        contrib[i] = s;
+                        present[i] = true;
+                        partial += s;
                     }
                     Known::Unknown(b) => rest += b,
                     Known::Absent => {}
                 }
             }
-            // 3. The probes, each while the candidate can still enter.
+            // The probes, each while the candidate can still enter.
             let mut competitive = partial + rest >= cut;
             for (i, t) in ts.iter_mut().enumerate() {
                 if !competitive {
@@ -368,7 +386,7 @@ impl LexicalIndex {
                 let (tf, len) = t.probe(doc, &mut stats);
                 rest -= b;
                 if tf > 0 {
-                    let s = col.term_score_normed(t.idf, tf, norms.get(&col, len));
+                    let s = t.score(&col, &mut norms, tf, len);
                     contrib[i] = s;
                     present[i] = true;
                     partial += s;
