@@ -217,6 +217,28 @@ fn a_window_bounds_the_work() {
     );
 }
 
+/// A long query of frequent terms decodes a bounded multiple of its windows in all, not per
+/// term, and still ranks its candidates as a full ranking of them would.
+#[test]
+fn a_long_query_decodes_a_bounded_number_of_postings() {
+    let mut ix = zipf_corpus(40_000);
+    // A term in one document: its window is its whole list, so the lowest candidate is the
+    // first document and every other term could be decoded over the whole index.
+    ix.insert(40_000, "zzunique w1");
+    let query: Vec<String> = (0..48).map(|w| format!("w{w}")).collect();
+    let query = format!("zzunique {}", query.join(" "));
+    let window = 128;
+    let (hits, stats) = ix.top_k_with_stats(&query, 8, window, |_| true);
+    assert_eq!(hits.len(), 8);
+    // Each window holds at most `window + 127` postings (whole blocks).
+    let windows = 49 * (window as u64 + 127);
+    assert!(
+        stats.postings_decoded <= 5 * windows,
+        "{stats:?}: more than five times the windows ({windows})"
+    );
+    assert!(stats.postings > 2 * stats.postings_decoded, "{stats:?}");
+}
+
 #[test]
 fn removed_documents_are_never_returned() {
     let mut ix = LexicalIndex::new();

@@ -32,6 +32,9 @@ pub struct TopKStats {
     pub docs_scored: u64,
     /// Postings in the query terms' lists (what a full ranking would score).
     pub postings: u64,
+    /// Postings decoded into vectors (the windowed top-k's runs; bounded by a multiple of the
+    /// windows whatever the query's length).
+    pub postings_decoded: u64,
 }
 
 /// A query term's cursor over its posting list: the block it is in (shallow), the postings of

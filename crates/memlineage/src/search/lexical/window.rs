@@ -12,13 +12,14 @@
 //! steps through plain vectors: a candidate costs a comparison per term and, when a term holds
 //! it, one score.
 //!
-//! **Which postings are decoded.** The lowest candidate is the lowest window floor. A term
-//! whose postings from there on are at most [`DECODE_RATIO`] times the candidates is decoded
-//! from there; a term that is much more frequent than the others (its postings over the
-//! rarest term's window would outnumber the candidates many times) has only its window
-//! decoded, and a candidate below it *probes* the one older block that may hold it (a block's
-//! bound first, its postings only when the candidate can still enter the top k). Either way
-//! the decoded postings are bounded by a multiple of the windows, whatever the store's size.
+//! **Which postings are decoded.** The lowest candidate is the lowest window floor. The query
+//! may decode [`DECODE_RATIO`] times as many postings as its windows hold besides them: terms are decoded
+//! from the lowest candidate on, fewest postings first, while that budget lasts; a term beyond
+//! it — much more frequent than the others, or one of many in a long query — has only its
+//! window decoded, and a candidate below it *probes* the one older block that may hold it (a
+//! block's bound first, its postings only when the candidate can still enter the top k). So
+//! the decoded postings are bounded by a multiple of the windows, whatever the store's size
+//! and the query's length (64 frequent terms decode ≈ 5× their windows, not 4× per term).
 //!
 //! **MaxScore over the windows** (Turtle & Flood 1995, with the block bounds of Ding & Suel
 //! 2011): once the top k is full, a term whose window's best block bound, added to the other
@@ -39,8 +40,9 @@ use super::index::{LexicalIndex, PostingList};
 use super::topk::{Hit, Norms, TopKStats, Weakest, slack};
 use std::collections::BinaryHeap;
 
-/// A term whose postings from the lowest candidate on number more than this many times the
-/// candidates (the windows' postings) keeps only its window decoded, and is probed below it.
+/// The postings a query may decode besides its windows, in multiples of the windows' postings
+/// (the candidates): the terms that do not fit keep only their windows decoded and are probed
+/// below them.
 const DECODE_RATIO: usize = 4;
 
 /// The first block of a list's window: the trailing blocks that hold at least `window`
@@ -128,6 +130,7 @@ impl<'a> Term<'a> {
             b.decode_extend(&mut postings);
         }
         stats.blocks_decoded += decoded.len() as u64;
+        stats.postings_decoded += postings.len() as u64;
         let window_at = postings.partition_point(|p| p.doc < floor);
         let window_bound = blocks
             .get(start..)
@@ -306,19 +309,33 @@ impl LexicalIndex {
             .zip(&starts)
             .map(|(l, s)| held(l.blocks.get(*s..).unwrap_or(&[])))
             .sum();
-        let mut ts: Vec<Term<'_>> = lists
+        // Where each term is decoded from: from the lowest candidate on (its `reach`), fewest
+        // postings first, while the budget lasts; else its window only.
+        let reach: Vec<(usize, usize)> = lists
             .iter()
             .zip(&starts)
             .map(|(l, &start)| {
-                let reach = l.blocks.partition_point(|b| b.last < lowest).min(start);
-                let spread = held(l.blocks.get(reach..).unwrap_or(&[]));
-                let from = if spread > DECODE_RATIO.saturating_mul(candidates) {
-                    start
-                } else {
-                    reach
-                };
-                Term::new(l, &col, start, from, &mut stats)
+                let at = l.blocks.partition_point(|b| b.last < lowest).min(start);
+                (at, held(l.blocks.get(at..).unwrap_or(&[])))
             })
+            .collect();
+        let mut from = starts.clone();
+        let mut budget = DECODE_RATIO.saturating_mul(candidates);
+        let mut by_spread: Vec<usize> = (0..lists.len()).collect();
+        by_spread.sort_by_key(|&i| reach[i].1);
+        for i in by_spread {
+            let (at, spread) = reach[i];
+            let own = held(lists[i].blocks.get(starts[i]..).unwrap_or(&[]));
+            let extra = spread.saturating_sub(own);
+            if extra <= budget {
+                budget -= extra;
+                from[i] = at;
+            }
+        }
+        let mut ts: Vec<Term<'_>> = lists
+            .iter()
+            .zip(starts.iter().zip(&from))
+            .map(|(l, (&start, &from))| Term::new(l, &col, start, from, &mut stats))
             .collect();
         let mut known = vec![Known::Absent; ts.len()];
         let mut contrib = vec![0.0f64; ts.len()];
