@@ -255,11 +255,10 @@ impl Block {
 }
 
 /// A forward reader over a block's postings where they lie, without decoding them into a
-/// vector: the windowed top-k ([`super::window`]) walks each block it touches once, in
-/// document order, and reads a posting's frequency and length only when it scores it — most
-/// postings are only stepped over (their gap added), which is all a probe or a skipped
-/// candidate needs. Like [`Block::decode_into`], a block whose bytes end inside a posting
-/// ends before it.
+/// vector: the windowed top-k ([`super::window`]) probes an older block below a term's decoded
+/// postings with it, stepping over postings (their gaps added) and reading a frequency and
+/// length only at the candidate. Like [`Block::decode_into`], a block whose bytes end inside a
+/// posting ends before it.
 #[derive(Clone, Copy, Debug)]
 pub struct Reader<'a> {
     bytes: &'a [u8],
@@ -276,20 +275,6 @@ pub struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// A reader with no postings.
-    pub fn empty() -> Reader<'static> {
-        Reader {
-            bytes: &[],
-            masks: [0; 3],
-            tf_at: 0,
-            len_at: 0,
-            stride: 0,
-            at: 0,
-            left: 0,
-            doc: 0,
-        }
-    }
-
     /// The current posting's document, `None` past the last.
     #[inline(always)]
     pub fn doc(&self) -> Option<u64> {

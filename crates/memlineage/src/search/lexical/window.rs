@@ -12,14 +12,15 @@
 //! steps through plain vectors: a candidate costs a comparison per term and, when a term holds
 //! it, one score.
 //!
-//! **Which postings are decoded.** The lowest candidate is the lowest window floor. The query
-//! may decode [`DECODE_RATIO`] times as many postings as its windows hold besides them: terms are decoded
-//! from the lowest candidate on, fewest postings first, while that budget lasts; a term beyond
-//! it — much more frequent than the others, or one of many in a long query — has only its
-//! window decoded, and a candidate below it *probes* the one older block that may hold it (a
-//! block's bound first, its postings only when the candidate can still enter the top k). So
-//! the decoded postings are bounded by a multiple of the windows, whatever the store's size
-//! and the query's length (64 frequent terms decode ≈ 5× their windows, not 4× per term).
+//! **Which postings are decoded.** The lowest candidate is the lowest window floor. Besides
+//! its windows, a query may decode [`DECODE_RATIO`] times as many postings as they hold: terms
+//! are decoded from the lowest candidate on, fewest postings first, while that budget lasts; a
+//! term beyond it — much more frequent than the others, or one of many in a long query — has
+//! only its window decoded, and a candidate below it *probes* the one older block that may
+//! hold it (a block's bound first, its postings only when the candidate can still enter the
+//! top k). So the decoded postings are bounded by a multiple of the windows, whatever the
+//! store's size and the query's length (64 frequent terms decode ≈ 5× their windows, not 4×
+//! per term).
 //!
 //! **MaxScore over the windows** (Turtle & Flood 1995, with the block bounds of Ding & Suel
 //! 2011): once the top k is full, a term whose window's best block bound, added to the other
