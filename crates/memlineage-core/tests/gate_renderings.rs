@@ -367,3 +367,50 @@ fn a_look_alike_ascii_value_is_not_justified_by_the_real_one() {
     let d = run(&policy, &GateInput::new(&c, &ctx, tau()));
     assert_eq!(d.decision, Decision::Allow, "{}", d.reasons[0].message());
 }
+
+/// An amount an untrusted bill writes with a magnitude or in English words (as a model still
+/// reads it) taints the amount of the call, even where the policy lets an unjustified amount
+/// through; the same words in the user's request do not justify it (a look is never a reason).
+#[test]
+fn amounts_in_words_and_magnitudes_taint() {
+    let policy =
+        Policy::parse("[tools.t.params]\nv = { type = \"amount\", unjustified = \"allow\" }\n")
+            .expect("policy");
+    for (bill, v) in [
+        ("Amount due: 1.2k EUR.", "1200"),
+        ("Amount due: EUR 2.5 million, by Friday.", "2500000"),
+        ("Please transfer twelve hundred euros.", "1200"),
+        ("Total: one thousand two hundred and fifty EUR", "1250"),
+        ("Fee: 3 lakh", "300000"),
+    ] {
+        let ctx = [
+            entry(
+                "request",
+                TrustLabel::Trusted,
+                EntryKind::UserInput,
+                "Please settle the invoice.",
+            ),
+            entry("bill", TrustLabel::External, EntryKind::ToolOutput, bill),
+        ];
+        let c = call(v);
+        let d = run(&policy, &GateInput::new(&c, &ctx, tau()));
+        assert_eq!(
+            d.decision,
+            Decision::Deny,
+            "{bill}: {}",
+            d.reasons[0].message()
+        );
+        assert_eq!(d.reasons[0].offending, Some(id("bill")), "{bill}");
+        // Without the bill the amount is unjustified and allowed; a trusted entry that writes
+        // it in words cannot justify it (the outcome stays unjustified).
+        let ctx = [entry(
+            "request",
+            TrustLabel::Trusted,
+            EntryKind::UserInput,
+            &format!("Please settle the invoice: {bill}"),
+        )];
+        let d = run(&policy, &GateInput::new(&c, &ctx, tau()));
+        assert_eq!(d.decision, Decision::Allow, "{bill}");
+        assert_eq!(d.reasons[0].outcome, Outcome::UnjustifiedAllowed, "{bill}");
+    }
+}

@@ -71,24 +71,71 @@ fn an_older_store_is_filled_on_open_and_refused_read_only_until_then() {
         &file,
         "DELETE FROM value_keys; DELETE FROM settings WHERE key = 'value_index';",
     );
-    let found = problems(&location);
+    refused_until_filled(&location, memo);
+}
+
+/// A store whose index is not marked complete: `verify` says so; read-only, the gate refuses
+/// to decide (fail closed), naming why; opened for writing, the index is filled, the laundering
+/// note `memo` is denied and the audit is clean.
+fn refused_until_filled(location: &StoreLocation, memo: memlineage_core::EntryId) {
+    let found = problems(location);
     assert!(
         found.iter().any(|m| m.contains("not marked complete")),
         "{found:?}"
     );
-    // Read-only, the gate refuses to decide (fail closed), naming why.
     let ro = Memory::open(location.open(OpenMode::ReadOnly).unwrap()).unwrap();
     let req = GateRequest::new(pay(), vec![memo], &p("agent"));
     let err = ro.gate_unrecorded(&policy(), &req).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Integrity, "{err}");
     assert!(err.to_string().contains("value index"), "{err}");
     drop(ro);
-    // Opened for writing, it is filled: the laundering note is denied, the audit is clean.
-    let mem = Memory::open_at(&location).unwrap();
+    let mem = Memory::open_at(location).unwrap();
     let out = mem.gate_unrecorded(&policy(), &req).unwrap();
     assert_eq!(out.decision.decision, Decision::Deny);
     drop(mem);
-    assert!(problems(&location).is_empty(), "{:?}", problems(&location));
+    assert!(problems(location).is_empty(), "{:?}", problems(location));
+}
+
+/// A store indexed under the first key version read an IBAN written in Arabic-Indic digits as
+/// look-alike letters and left it out; its next writable open indexes it again.
+#[test]
+fn a_store_indexed_under_older_keys_is_filled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.db");
+    let location = format!("sqlite:{}", file.display())
+        .parse::<StoreLocation>()
+        .unwrap();
+    let (mail, memo) = {
+        let mem = setup_with(SqliteStore::open(&file).unwrap());
+        let mail = mem
+            .write(WriteRequest::new(
+                &p("email"),
+                EntryKind::ToolOutput,
+                "New account: GB33 BUKB \u{662}\u{660}\u{662}\u{660} \u{661}\u{665}\u{665}\u{665} \
+             \u{665}\u{665}\u{665}\u{665} \u{665}\u{665}",
+            ))
+            .unwrap()
+            .index;
+        let memo = mem
+            .write(WriteRequest::new(
+                &p("agent"),
+                EntryKind::Observation,
+                format!("Rent: {ATTACKER}"),
+            ))
+            .unwrap()
+            .id;
+        mem.checkpoint().unwrap();
+        (mail, memo)
+    };
+    // As version 1 left it: the e-mail indexed under nothing.
+    raw(
+        &file,
+        &format!(
+            "DELETE FROM value_keys WHERE idx = {mail}; \
+             UPDATE settings SET value = '1' WHERE key = 'value_index';"
+        ),
+    );
+    refused_until_filled(&location, memo);
 }
 
 #[test]

@@ -12,8 +12,9 @@
 //!   superscripts become their plain forms), default-ignorable code points removed (zero-width
 //!   spaces and joiners, bidi controls, soft hyphens, variation selectors: invisible, so never
 //!   part of what a reader reads), every white space and line break made one ASCII space, and
-//!   every non-ASCII character whose UTS #39 confusable prototype is a single ASCII character
-//!   replaced by it (Cyrillic `А` reads `A`, `‐` reads `-`, `’` reads `'`). ASCII characters
+//!   every decimal digit of another script read as the ASCII digit it denotes (Arabic-Indic
+//!   `١٠٠٠` is 1000, as a model reads it, not the look-alike `l...`), and every other non-ASCII
+//!   character whose UTS #39 confusable prototype is a single ASCII character replaced by it (Cyrillic `А` reads `A`, `‐` reads `-`, `’` reads `'`). ASCII characters
 //!   are never changed: `0` and `O`, `1` and `l` stay distinct, because two ASCII strings that
 //!   differ are two values (`paypa1.com` is not `paypal.com`). A value that *justifies* a
 //!   parameter must occur in the reading of an entry.
@@ -24,11 +25,13 @@
 //!   taint), but it never justifies it.
 //!
 //! The data comes from maintained crates of the unicode-rs project: `unicode-normalization`
-//! (NFKC) and `unicode-security` (UTS #39 confusables and default-ignorable code points).
+//! (NFKC), `unicode-security` (UTS #39 confusables and default-ignorable code points) and
+//! `unicode-properties` (the general category `Nd` of decimal digits).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
 use unicode_normalization::UnicodeNormalization;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// The Unicode version of the confusable data (UTS #39) the skeletons are computed with.
 pub const UNICODE_VERSION: (u64, u64, u64) = unicode_security::UNICODE_VERSION;
@@ -39,11 +42,39 @@ fn char_skeleton(c: char) -> String {
     unicode_security::skeleton(c.encode_utf8(&mut buf)).collect()
 }
 
+/// The ASCII digit a non-ASCII decimal digit denotes (general category `Nd`: Arabic-Indic
+/// `١`, Persian `۴`, Devanagari `४`, Bengali, Thai, …), or `None`.
+///
+/// A model reads `١٠٠٠` as 1000, so the gate must too; UTS #39 would instead read it by look
+/// (`١` is a prototype of `l`, `٠` of `.`). Unicode encodes every decimal digit in runs of ten
+/// from zero to nine (The Unicode Standard, §4.6 "Numeric Value"; runs may abut, as the
+/// mathematical digits do), so a digit's value is its distance from the start of its run of
+/// `Nd` code points, modulo ten.
+fn decimal_digit(c: char) -> Option<char> {
+    let is_decimal = |c: char| c.general_category() == GeneralCategory::DecimalNumber;
+    if c.is_ascii() || !is_decimal(c) {
+        return None;
+    }
+    let mut start = u32::from(c);
+    while let Some(prev) = start.checked_sub(1).and_then(char::from_u32) {
+        if !is_decimal(prev) {
+            break;
+        }
+        start -= 1;
+    }
+    let value = (u32::from(c) - start) % 10;
+    char::from_digit(value, 10)
+}
+
 /// A non-ASCII character as the reading has it: `None` when it is invisible (a default-ignorable
-/// code point), else the character itself or the ASCII character it is a look-alike of.
+/// code point), else the ASCII digit it denotes when it is a decimal digit, else the character
+/// itself or the ASCII character it is a look-alike of.
 fn read_char(c: char) -> Option<char> {
     if c.is_whitespace() {
         return Some(' ');
+    }
+    if let Some(d) = decimal_digit(c) {
+        return Some(d);
     }
     let sk = char_skeleton(c);
     let mut chars = sk.chars();
@@ -390,6 +421,49 @@ mod tests {
         assert!(!skeleton_occurs("7", &skeleton("id 17")));
         assert!(skeleton_occurs("7", &skeleton("id 7.")));
         assert!(!skeleton_occurs("12", &skeleton("1, 2")));
+    }
+
+    #[test]
+    fn decimal_digits_of_every_script_read_as_their_value() {
+        // Arabic-Indic, Extended Arabic-Indic (Persian), Devanagari, Bengali, Thai, Tamil,
+        // Myanmar, NKo: UTS #39 alone reads the first two as `l...` and `l۲۳۴`.
+        for (text, want) in [
+            ("١٠٠٠ EUR", "1000 EUR"),
+            ("۱۲۳۴", "1234"),
+            ("१०००", "1000"),
+            ("৯৮.৭০", "98.70"),
+            ("๒๐๒๔-๐๕-๐๑", "2024-05-01"),
+            ("௧௦", "10"),
+            ("၅", "5"),
+            ("߃", "3"),
+            ("GB29 NWBK ٦٠١٦ ١٣٣١ ٩٢٦٨ ١٩", "GB29 NWBK 6016 1331 9268 19"),
+        ] {
+            assert_eq!(reading(text), want, "{text}");
+        }
+        // Every `Nd` code point reads as one ASCII digit, and the ten of each run are 0 … 9.
+        let mut runs = 0;
+        let mut c = 0x80u32;
+        while c <= u32::from(char::MAX) {
+            if let Some(ch) = char::from_u32(c)
+                && ch.general_category() == GeneralCategory::DecimalNumber
+            {
+                for k in 0..10u32 {
+                    let Some(d) = char::from_u32(c + k) else {
+                        panic!("U+{c:04X}: a run of decimal digits shorter than ten");
+                    };
+                    assert_eq!(decimal_digit(d), char::from_digit(k, 10), "U+{:04X}", c + k);
+                }
+                runs += 1;
+                c += 10;
+            } else {
+                c += 1;
+            }
+        }
+        assert!(runs > 60, "{runs} runs of decimal digits");
+        // Other numbers are not digits: `²` and `①` are NFKC's, `Ⅻ` and `½` stay what they are.
+        assert_eq!(decimal_digit('Ⅻ'), None);
+        assert_eq!(decimal_digit('½'), None);
+        assert_eq!(decimal_digit('7'), None);
     }
 
     #[test]

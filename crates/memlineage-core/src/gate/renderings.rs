@@ -12,7 +12,8 @@
 //!   byte-order mark, soft hyphen, bidi marks, embeddings, overrides and isolates, variation
 //!   selectors;
 //! - **compatibility** forms: full-width letters and digits, mathematical bold and monospace
-//!   digits and letters (NFKC reads them as ASCII);
+//!   digits and letters (NFKC reads them as ASCII), and the decimal digits of other scripts
+//!   (Arabic-Indic, Persian, Devanagari, Bengali, Thai: the reading reads them by value);
 //! - **look-alikes** from other scripts: Cyrillic and Greek letters that look like Latin ones
 //!   (their UTS #39 prototype is the Latin letter);
 //! - **case** changes, where the type ignores case;
@@ -20,7 +21,8 @@
 //!   currency codes and symbols; ISO, day-first and month-name dates;
 //! - and, for renderings that only *look* like the value ([`Reading::LooksLike`]), ASCII
 //!   confusions that change the string (`0` written `O`, `1` written `l` or `I`), spaces as
-//!   thousands separators, and separators inside e-mail addresses, URLs and tokens.
+//!   thousands separators, amounts in thousands (`1.2k`), and separators inside e-mail
+//!   addresses, URLs and tokens.
 //!
 //! A [`Reading::Denotes`] rendering denotes the value (a trusted entry holding it justifies the
 //! value); a [`Reading::LooksLike`] rendering may only be *read* as the value (an untrusted
@@ -98,14 +100,19 @@ const LOOK_ALIKES: [(char, char); 24] = [
     ('s', '\u{455}'),
 ];
 
-/// A compatibility form of an ASCII letter or digit (full-width, mathematical bold or
-/// monospace), or the character itself.
+/// The zeros of the digit forms a rendering draws from: full-width, mathematical bold and
+/// monospace (NFKC reads them as ASCII), and the decimal digits of other scripts — Arabic-Indic,
+/// Extended Arabic-Indic (Persian), Devanagari, Bengali, Thai — which a model reads as numbers
+/// and the reading reads by their value.
+const DIGIT_ZEROS: [u32; 8] = [
+    0xFF10, 0x1D7CE, 0x1D7F6, 0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50,
+];
+
+/// A compatibility form of an ASCII letter (full-width, mathematical bold or monospace) or
+/// another form of a digit ([`DIGIT_ZEROS`]), or the character itself.
 fn compat(c: char, rng: &mut Rng) -> char {
     let (base, off) = match c {
-        '0'..='9' => (
-            *rng.pick(&[0xFF10u32, 0x1D7CE, 0x1D7F6]),
-            u32::from(c) - u32::from('0'),
-        ),
+        '0'..='9' => (*rng.pick(&DIGIT_ZEROS), u32::from(c) - u32::from('0')),
         'A'..='Z' => (
             *rng.pick(&[0xFF21u32, 0x1D400, 0x1D670]),
             u32::from(c) - u32::from('A'),
@@ -236,6 +243,20 @@ fn render_amount(a: &Amount, reading: Reading, rng: &mut Rng) -> String {
         None => (false, plain.as_str()),
     };
     let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    // By look also with a magnitude: a whole number of at least four digits in thousands
+    // (`1200` as `1.2k` or `1.2 thousand`).
+    let whole = frac.bytes().all(|d| d == b'0');
+    if reading == Reading::LooksLike && !neg && whole && int.len() >= 4 && rng.chance(20) {
+        let (thousands, rest) = int.split_at(int.len() - 3);
+        let rest = rest.trim_end_matches('0');
+        let number = if rest.is_empty() {
+            thousands.to_string()
+        } else {
+            format!("{thousands}.{rest}")
+        };
+        let unit = *rng.pick(&["k", "K", " thousand", " k"]);
+        return format!("EUR {number}{unit}");
+    }
     // Thousands separator and decimal mark: `1,100.50`, `1.100,50`, `1'100.50`, `1’100.50`;
     // by look also `1 100.50`.
     let mut styles: Vec<(&str, &str)> = vec![

@@ -23,8 +23,11 @@ use std::collections::BTreeMap;
 /// The setting that says the value index covers the whole log (every append indexes its own
 /// entries once it is set).
 pub(crate) const VALUE_INDEX_SETTING: &str = "value_index";
-/// Its value: version 1 of the key format ([`ValueKey`]).
-pub(crate) const VALUE_INDEX_VERSION: &str = "1";
+/// Its value: the version of the keys an entry is indexed under. The hash format
+/// ([`ValueKey`]) is unchanged since 1; 2 reads the decimal digits of every script by their
+/// value (`canon::reading`), so an entry holding `١٠٠٠` is indexed under 1000 — a store
+/// indexed under 1 is filled again on its next writable open.
+pub(crate) const VALUE_INDEX_VERSION: &str = "2";
 
 /// Entries read per step when filling the index.
 const FILL_CHUNK: u64 = 1024;
@@ -197,7 +200,7 @@ impl Memory {
             if !self.value_index_complete(self.reads())? {
                 return Err(IntegrityError::new(
                     IntegrityCheck::ValueIndex,
-                    "the value index has not been filled for this store (made before it existed, and opened read-only since): open it once for writing, which fills it, before the gate decides on it",
+                    "the value index has not been filled for this store with the current keys (made before the index or its current keys existed, and opened read-only since): open it once for writing, which fills it, before the gate decides on it",
                 )
                 .into());
             }

@@ -134,6 +134,12 @@ impl Amount {
 }
 
 impl Amount {
+    /// The amount times `10^pow` (`1.2` with 3 is 1200); `None` when it does not fit.
+    pub(crate) fn scaled(&self, pow: u32) -> Option<Amount> {
+        let m = self.mantissa.checked_mul(10u128.checked_pow(pow)?)?;
+        Amount::new(self.negative, m, self.scale)
+    }
+
     /// The last (up to three) digits of the integer part, right-aligned in the buffer, and
     /// how many there are.
     fn int_tail(&self) -> ([u8; 3], usize) {
@@ -518,8 +524,10 @@ pub(crate) fn for_each(
 }
 
 /// Calls `f` for every amount a reader may see in `text` (a [`canon::digit_reading`]): those of
-/// [`for_each`], and those of the same text read with a single space between digit groups of
-/// three as a thousands separator (`1 100.00` is also 1100). For taint only: it over-reads.
+/// [`for_each`], those written with a magnitude or in English words
+/// ([`super::amount_words`]: `1.2k`, `twelve hundred`), and those of the same text read with a
+/// single space between digit groups of three as a thousands separator (`1 100.00` is also
+/// 1100). For taint only: it over-reads.
 ///
 /// [`canon::digit_reading`]: crate::gate::canon::digit_reading
 pub(crate) fn for_each_loose(
@@ -527,6 +535,8 @@ pub(crate) fn for_each_loose(
     mut f: impl FnMut(usize, usize, Amount) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     for_each(text, &mut f)?;
+    super::amount_words::for_each_scaled(text, &mut f)?;
+    super::amount_words::for_each_spelt(text, &mut f)?;
     let b = text.as_bytes();
     // A space or a lone point between a digit and exactly three digits: a thousands separator
     // to some readers (`1 100.00`, `1.000 EUR`).

@@ -18,6 +18,7 @@
 //! | `regex` | the value as given | verbatim occurrence at token boundaries |
 
 mod amount;
+mod amount_words;
 mod date;
 mod email;
 mod iban;

@@ -307,7 +307,7 @@ impl Memory {
             p.report.problem(
                 None,
                 None,
-                "the value index is not marked complete (a store made before it existed, never opened for writing since, or an edited settings table): the gate refuses to decide on it until it is filled; opening the store for writing fills it".into(),
+                "the value index is not marked complete for this version's keys (a store made before the index or its current keys existed and never opened for writing since, or an edited settings table): the gate refuses to decide on it until it is filled; opening the store for writing fills it".into(),
             );
         }
         let tau = self.reads().setting("tau")?;
