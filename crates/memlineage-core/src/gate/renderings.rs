@@ -21,8 +21,9 @@
 //!   currency codes and symbols; ISO, day-first and month-name dates;
 //! - and, for renderings that only *look* like the value ([`Reading::LooksLike`]), ASCII
 //!   confusions that change the string (`0` written `O`, `1` written `l` or `I`), spaces as
-//!   thousands separators, amounts in thousands (`1.2k`), and separators inside e-mail
-//!   addresses, URLs and tokens.
+//!   thousands separators, amounts in thousands (`1.2k`), separators inside e-mail
+//!   addresses, URLs and tokens, and addresses whose `@` and `.` are spelt out (`bob [at]
+//!   example [dot] com`).
 //!
 //! A [`Reading::Denotes`] rendering denotes the value (a trusted entry holding it justifies the
 //! value); a [`Reading::LooksLike`] rendering may only be *read* as the value (an untrusted
@@ -193,6 +194,28 @@ fn scatter(s: &str, case: bool, separate: bool, reading: Reading, rng: &mut Rng)
     out
 }
 
+/// An address with its `@` and `.` spelt out for human readers (`bob [at] example [dot] com`,
+/// `example dot org`), its parts otherwise disguised.
+fn spell_out(value: &str, email: bool, reading: Reading, rng: &mut Rng) -> String {
+    let mut out = String::new();
+    let mut part = String::new();
+    for c in value.chars() {
+        let word = match c {
+            '@' if email => *rng.pick(&[" at ", " [at] ", "(at)", " AT "]),
+            '.' => *rng.pick(&[" dot ", " [dot] ", "(dot)", " DOT "]),
+            _ => {
+                part.push(c);
+                continue;
+            }
+        };
+        out.push_str(&scatter(&part, true, false, reading, rng));
+        out.push_str(word);
+        part.clear();
+    }
+    out.push_str(&scatter(&part, true, false, reading, rng));
+    out
+}
+
 /// A rendering of `value` (in its normal form, as [`ParamType::normalise_str`] writes it) of
 /// type `kind`, drawn with `seed`. Free text and regex tokens are never split by separators in
 /// a [`Reading::Denotes`] rendering (a separator may be part of such a value); e-mail addresses
@@ -202,7 +225,12 @@ pub fn render(kind: &ParamType, value: &str, seed: u64, reading: Reading) -> Str
     let loose = reading == Reading::LooksLike;
     match kind {
         ParamType::Iban => scatter(value, true, true, reading, &mut rng),
+        ParamType::Email if loose && rng.chance(30) => spell_out(value, true, reading, &mut rng),
         ParamType::Email => scatter(value, true, loose, reading, &mut rng),
+        ParamType::Url if loose && !value.contains('/') && rng.chance(30) => {
+            let host = value.strip_prefix("https://").unwrap_or(value);
+            spell_out(host, false, reading, &mut rng)
+        }
         ParamType::Url => {
             let rest = value.strip_prefix("https://").unwrap_or(value);
             let scheme = *rng.pick(&["https://", "http://", "HTTPS://", ""]);

@@ -414,9 +414,25 @@ impl ParamType {
             (
                 ParamType::Iban | ParamType::Email | ParamType::Url | ParamType::Regex(_),
                 NormValue::Iban(_) | NormValue::Email(_) | NormValue::Url(_) | NormValue::Token(_),
-            ) => canon::skeleton_occurs(&self.value_key(v), skel()),
+            ) => {
+                let key = self.value_key(v);
+                canon::skeleton_occurs(&key, skel()) || self.spelt_address_looks(v, r, &key)
+            }
             _ => false,
         }
+    }
+
+    /// Whether the e-mail address or URL `v` (whose key is `key`) occurs by look in the reading
+    /// `r` once the words that spell its punctuation are dropped (`bob [at] example [dot] com`,
+    /// [`canon::without_spelt_punctuation`]).
+    fn spelt_address_looks(&self, v: &NormValue, r: &str, key: &str) -> bool {
+        let with_at = match (self, v) {
+            (ParamType::Email, NormValue::Email(_)) => true,
+            (ParamType::Url, NormValue::Url(_)) => false,
+            _ => return false,
+        };
+        canon::without_spelt_punctuation(r, with_at)
+            .is_some_and(|d| canon::skeleton_occurs(key, &canon::skeleton(&d)))
     }
 
     /// As [`occurs_in`](Self::occurs_in), reusing `scratch` for folding free text.
