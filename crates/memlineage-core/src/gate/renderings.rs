@@ -367,6 +367,7 @@ fn render_date(d: Date, reading: Reading, rng: &mut Rng) -> String {
         1 => format!("{day:02}.{m:02}.{y:04}"),
         2 => format!("{day} {month} {y}"),
         3 => format!("{month} {day}, {y}"),
+        4 if rng.chance(50) => format!("{day}th of {month} {y}"),
         4 => format!("{day} {}. {y}", &month[..3]),
         _ => format!("{y:04}/{m}/{day}"),
     };

@@ -7,7 +7,7 @@
 //! | year first, `-` `/` or `.` | `2024-01-05`, `2024/1/5`, `2024-01-05T10:00Z` (the date part) |
 //! | day first, `.` or `-` | `05.01.2024`, `5-1-2024` |
 //! | slashes, year last | `01/05/2024`: month first *and* day first — both readings, see below |
-//! | day, month name, year | `5 January 2024`, `5th Jan. 2024`, `5 Jan, 2024` |
+//! | day, month name, year | `5 January 2024`, `5th Jan. 2024`, `5 Jan, 2024`, `5th of January 2024` |
 //! | month name, day, year | `January 5, 2024`, `Jan 5th 2024` |
 //!
 //! `A/B/YYYY` is month-first in the US and day-first elsewhere. When both readings are valid
@@ -226,9 +226,18 @@ pub(crate) fn parse_at(b: &[u8], i: usize) -> Option<(Reading, usize)> {
         }
         let day = small_number(&b[i..e1]);
         let j = ordinal_end(b, e1);
-        let k = blanks_end(b, j);
+        let mut k = blanks_end(b, j);
         if k == j || k >= n {
             return None;
+        }
+        // `5th of January 2024`.
+        if b.get(k..k + 2)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"of"))
+        {
+            let after = blanks_end(b, k + 2);
+            if after > k + 2 {
+                k = after;
+            }
         }
         let (month, e) = month_at(b, k)?;
         let (year, end) = year_after(b, e)?;
@@ -336,6 +345,8 @@ mod tests {
             "5-1-2024",
             "5 January 2024",
             "5th Jan. 2024",
+            "5th of January 2024",
+            "5 OF jan 2024",
             "5 jan, 2024",
             "January 5, 2024",
             "Jan 5th 2024",
