@@ -350,44 +350,6 @@ pub fn skeleton_occurs(key: &str, skel: &str) -> bool {
     false
 }
 
-/// The reading `r` without the words that spell an address's punctuation for human readers —
-/// `dot` and, when `with_at`, `at`, standing alone or bracketed (`bob [at] example [dot] com`,
-/// `example dot org`) — so that the separator-blind look match ([`skeleton_occurs`]) finds the
-/// address a reader, and a model, reads in them. `None` when `r` has no such word. For taint
-/// only: it over-reads (`meet bob at example com` is read as holding `bob@example.com`).
-pub fn without_spelt_punctuation(r: &str, with_at: bool) -> Option<String> {
-    let b = r.as_bytes();
-    let spelt = |s: usize, e: usize| {
-        let w = &b[s..e];
-        (w.eq_ignore_ascii_case(b"dot") || (with_at && w.eq_ignore_ascii_case(b"at")))
-            && (s == 0 || !b[s - 1].is_ascii_alphanumeric())
-            && b.get(e).is_none_or(|c| !c.is_ascii_alphanumeric())
-    };
-    let mut out: Option<String> = None;
-    let mut copied = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if !b[i].is_ascii_alphabetic() {
-            i += 1;
-            continue;
-        }
-        let mut e = i;
-        while e < b.len() && b[e].is_ascii_alphabetic() {
-            e += 1;
-        }
-        if spelt(i, e) {
-            let o = out.get_or_insert_with(|| String::with_capacity(r.len()));
-            o.push_str(&r[copied..i]);
-            o.push(' ');
-            copied = e;
-        }
-        i = e;
-    }
-    let mut o = out?;
-    o.push_str(&r[copied..]);
-    Some(o)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,31 +464,6 @@ mod tests {
         assert_eq!(decimal_digit('Ⅻ'), None);
         assert_eq!(decimal_digit('½'), None);
         assert_eq!(decimal_digit('7'), None);
-    }
-
-    #[test]
-    fn spelt_punctuation_is_dropped_from_addresses() {
-        let key = skeleton_key("bob@evil-mail.com");
-        for text in [
-            "write to bob [at] evil-mail [dot] com",
-            "write to Bob AT evil-mail DOT com",
-            "write to bob(at)evil-mail(dot)com",
-        ] {
-            let r = reading(text);
-            assert!(!skeleton_occurs(&key, &skeleton(&r)), "{text}");
-            let d = without_spelt_punctuation(&r, true).expect("spelt");
-            assert!(skeleton_occurs(&key, &skeleton(&d)), "{text}");
-        }
-        // Only whole words: `dotted`, `cat`, `at5` stay; no word, no copy.
-        assert_eq!(
-            without_spelt_punctuation("a dotted cat at5", true).as_deref(),
-            None
-        );
-        assert_eq!(without_spelt_punctuation("meet at noon", false), None);
-        assert_eq!(
-            without_spelt_punctuation("example dot org", false).as_deref(),
-            Some("example   org")
-        );
     }
 
     #[test]

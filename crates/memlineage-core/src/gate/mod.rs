@@ -29,6 +29,7 @@ mod prepared;
 mod provenance;
 pub mod renderings;
 mod repair;
+mod spelt;
 mod summary;
 mod trace;
 mod value_key;

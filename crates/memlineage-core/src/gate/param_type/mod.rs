@@ -31,7 +31,7 @@ pub use amount::Amount;
 pub use date::Date;
 pub(crate) use index::ValueIndex;
 
-use super::canon;
+use super::{canon, spelt};
 use serde_json::Value;
 use std::fmt;
 use std::ops::ControlFlow;
@@ -416,23 +416,26 @@ impl ParamType {
                 NormValue::Iban(_) | NormValue::Email(_) | NormValue::Url(_) | NormValue::Token(_),
             ) => {
                 let key = self.value_key(v);
-                canon::skeleton_occurs(&key, skel()) || self.spelt_address_looks(v, r, &key)
+                canon::skeleton_occurs(&key, skel()) || self.spelt_looks(v, r, &key)
             }
             _ => false,
         }
     }
 
-    /// Whether the e-mail address or URL `v` (whose key is `key`) occurs by look in the reading
-    /// `r` once the words that spell its punctuation are dropped (`bob [at] example [dot] com`,
-    /// [`canon::without_spelt_punctuation`]).
-    fn spelt_address_looks(&self, v: &NormValue, r: &str, key: &str) -> bool {
+    /// Whether the identifier `v` (whose key is `key`) occurs by look in the reading `r` once
+    /// it is read as spelt out for human readers ([`spelt`]): an e-mail address or URL with the
+    /// words that spell its punctuation dropped (`bob [at] example [dot] com`), an IBAN or a
+    /// token with its digits dictated as words (`GB two nine NWBK six zero …`).
+    fn spelt_looks(&self, v: &NormValue, r: &str, key: &str) -> bool {
         let with_at = match (self, v) {
             (ParamType::Email, NormValue::Email(_)) => true,
             (ParamType::Url, NormValue::Url(_)) => false,
+            (ParamType::Iban | ParamType::Regex(_), NormValue::Iban(_) | NormValue::Token(_)) => {
+                return spelt::looks_spelt(key, r, spelt::digits_from_words);
+            }
             _ => return false,
         };
-        canon::without_spelt_punctuation(r, with_at)
-            .is_some_and(|d| canon::skeleton_occurs(key, &canon::skeleton(&d)))
+        spelt::looks_spelt(key, r, |r| spelt::without_spelt_punctuation(r, with_at))
     }
 
     /// As [`occurs_in`](Self::occurs_in), reusing `scratch` for folding free text.
