@@ -24,6 +24,9 @@
 //!   value: when such an entry is untrusted it taints the value (the gate over-approximates
 //!   taint), but it never justifies it.
 //!
+//! Both start from the text with its HTML character references decoded (`&nbsp;`, `&#49;`): tool
+//! outputs are often a page's source, and a model reads the characters they stand for.
+//!
 //! The data comes from maintained crates of the unicode-rs project: `unicode-normalization`
 //! (NFKC), `unicode-security` (UTS #39 confusables and default-ignorable code points) and
 //! `unicode-properties` (the general category `Nd` of decimal digits).
@@ -94,12 +97,13 @@ pub fn is_invisible(c: char) -> bool {
     !c.is_ascii() && !c.is_whitespace() && char_skeleton(c).is_empty()
 }
 
-/// The reading of `text` (see the module documentation). An ASCII text is its own reading
-/// (borrowed; ASCII control white space such as tabs and line breaks is left as it is, and
-/// every scanner treats it as white space).
+/// The reading of `text` (see the module documentation). An ASCII text without character
+/// references is its own reading (borrowed; ASCII control white space such as tabs and line
+/// breaks is left as it is, and every scanner treats it as white space).
 pub fn reading(text: &str) -> Cow<'_, str> {
+    let text = character_references(text);
     if text.is_ascii() {
-        return Cow::Borrowed(text);
+        return text;
     }
     let mut out = String::with_capacity(text.len());
     for c in text.nfkc() {
@@ -110,6 +114,19 @@ pub fn reading(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// `text` with its HTML character references decoded (`&nbsp;`, `&#49;`, `&#x200B;`, `&period;`
+/// and the legacy ones without a semicolon, as the WHATWG HTML standard decodes them in text,
+/// §13.2.5.72): a page's source that writes an IBAN's groups apart with `&nbsp;` or its digits
+/// as `&#50;` reads, to a model, as the IBAN. Decoded once (`&amp;nbsp;` reads `&nbsp;`), and
+/// before the rest of the reading, so a decoded invisible or full-width character is read like
+/// a written one. Borrowed when there is no `&`.
+fn character_references(text: &str) -> Cow<'_, str> {
+    if !text.contains('&') {
+        return Cow::Borrowed(text);
+    }
+    htmlize::unescape(text)
 }
 
 /// The reading of a *parameter value*: as [`reading`], but without replacing look-alike
@@ -421,6 +438,20 @@ mod tests {
         assert!(!skeleton_occurs("7", &skeleton("id 17")));
         assert!(skeleton_occurs("7", &skeleton("id 7.")));
         assert!(!skeleton_occurs("12", &skeleton("1, 2")));
+    }
+
+    #[test]
+    fn character_references_read_as_what_they_stand_for() {
+        assert_eq!(
+            reading("GB29&nbsp;NWBK&#x200B;6016&#32;1331 &#57;268 19"),
+            "GB29 NWBK6016 1331 9268 19"
+        );
+        assert_eq!(reading("&#49;&#50;&#48;&#48; EUR"), "1200 EUR");
+        assert_eq!(reading("pay 1&period;5k &amp;c"), "pay 1.5k &c");
+        assert_eq!(reading("&amp;nbsp; stays"), "&nbsp; stays");
+        assert_eq!(reading("AT&T pays 5"), "AT&T pays 5");
+        // Text without a reference is borrowed, as before.
+        assert!(matches!(reading("no references"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   no-break), line breaks, tabs and grouping punctuation (`-`, `.`, `/`, `_`, `‐`, `‑`), in runs of
 //!   one to three — for identifiers (IBANs, and, by look only, e-mail addresses, URLs and
 //!   regex tokens);
+//! - **HTML character references**, as a page's source writes them: `&#50;`, `&#x32;`, `&nbsp;`;
 //! - **invisible** characters anywhere: zero-width space, non-joiner and joiner, word joiner,
 //!   byte-order mark, soft hyphen, bidi marks, embeddings, overrides and isolates, variation
 //!   selectors;
@@ -161,10 +162,12 @@ fn separators(rng: &mut Rng) -> String {
     let n = 1 + rng.below(3);
     (0..n)
         .map(|_| {
-            if rng.chance(60) {
-                *rng.pick(&SPACES)
+            if rng.chance(10) {
+                "&nbsp;".to_string()
+            } else if rng.chance(60) {
+                rng.pick(&SPACES).to_string()
             } else {
-                *rng.pick(&PUNCT)
+                rng.pick(&PUNCT).to_string()
             }
         })
         .collect()
@@ -176,7 +179,16 @@ fn scatter(s: &str, case: bool, separate: bool, reading: Reading, rng: &mut Rng)
     let mut out = String::new();
     let n = s.chars().count();
     for (i, c) in s.chars().enumerate() {
-        out.push(disguise(c, case, reading, rng));
+        // An HTML character reference, as a page's source writes it: `&#50;`, `&#x32;`.
+        if c.is_ascii_alphanumeric() && rng.chance(5) {
+            if rng.chance(50) {
+                out.push_str(&format!("&#{};", u32::from(c)));
+            } else {
+                out.push_str(&format!("&#x{:X};", u32::from(c)));
+            }
+        } else {
+            out.push(disguise(c, case, reading, rng));
+        }
         if i + 1 == n {
             break;
         }

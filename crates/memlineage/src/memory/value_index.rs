@@ -25,8 +25,9 @@ use std::collections::BTreeMap;
 pub(crate) const VALUE_INDEX_SETTING: &str = "value_index";
 /// Its value: the version of the keys an entry is indexed under. The hash format
 /// ([`ValueKey`]) is unchanged since 1; 2 reads the decimal digits of every script by their
-/// value (`canon::reading`), so an entry holding `١٠٠٠` is indexed under 1000 — a store
-/// indexed under 1 is filled again on its next writable open.
+/// value and decodes HTML character references (`canon::reading`), so an entry holding `١٠٠٠`
+/// or `&#49;&#48;&#48;&#48;` is indexed under 1000 — a store indexed under 1 is filled again on
+/// its next writable open.
 pub(crate) const VALUE_INDEX_VERSION: &str = "2";
 
 /// Entries read per step when filling the index.
