@@ -31,6 +31,7 @@ common::all_stores!(
     the_users_own_words_are_an_origin_of_their_own,
     digits_of_another_script_do_not_hide_the_first_carrier,
     character_references_do_not_hide_the_first_carrier,
+    a_value_smuggled_in_tag_characters_is_its_first_carrier,
 );
 
 const ATTACKER: &str = "GB33 BUKB 2020 1555 5555 55";
@@ -528,4 +529,31 @@ fn character_references_do_not_hide_the_first_carrier(store: fn() -> Box<dyn Bac
     let r = &out.decision.reasons[0];
     assert_eq!(out.decision.decision, Decision::Deny, "{}", r.message());
     assert_eq!(r.taint_path.get(1), Some(&page), "{}", r.message());
+}
+
+/// An e-mail that hides the IBAN in Unicode tag characters (invisible to the user, readable by
+/// a model: "ASCII smuggling") is where the value first appeared, for the index as for the gate.
+fn a_value_smuggled_in_tag_characters_is_its_first_carrier(store: fn() -> Box<dyn Backend>) {
+    let mem = setup_with(store());
+    let hidden: String = "GB33BUKB20201555555555"
+        .chars()
+        .filter_map(|c| char::from_u32(0xE0000 + u32::from(c)))
+        .collect();
+    let mail = note(
+        &mem,
+        "email",
+        EntryKind::ToolOutput,
+        &format!("Thanks for your order!{hidden}"),
+    );
+    let memo = note(
+        &mem,
+        "agent",
+        EntryKind::Observation,
+        "remember: rent account GB33BUKB20201555555555",
+    );
+    let user = note(&mem, "user", EntryKind::UserInput, "Pay the rent.");
+    let out = gate(&mem, PAY, ATTACKER, vec![user, memo]);
+    let r = &out.decision.reasons[0];
+    assert_eq!(out.decision.decision, Decision::Deny, "{}", r.message());
+    assert_eq!(r.taint_path.get(1), Some(&mail), "{}", r.message());
 }

@@ -11,7 +11,7 @@
 //! - **HTML character references**, as a page's source writes them: `&#50;`, `&#x32;`, `&nbsp;`;
 //! - **invisible** characters anywhere: zero-width space, non-joiner and joiner, word joiner,
 //!   byte-order mark, soft hyphen, bidi marks, embeddings, overrides and isolates, variation
-//!   selectors;
+//!   selectors, tag characters;
 //! - **compatibility** forms: full-width letters and digits, mathematical bold and monospace
 //!   digits and letters (NFKC reads them as ASCII), and the decimal digits of other scripts
 //!   (Arabic-Indic, Persian, Devanagari, Bengali, Thai: the reading reads them by value);
@@ -20,7 +20,8 @@
 //! - **case** changes, where the type ignores case;
 //! - **number and date formats**: thousands separators (`,`, `.`, `'`, `’`), decimal commas,
 //!   currency codes and symbols; ISO, day-first and month-name dates;
-//! - and, for renderings that only *look* like the value ([`Reading::LooksLike`]), ASCII
+//! - and, for renderings that only *look* like the value ([`Reading::LooksLike`]), the value
+//!   hidden in Unicode tag characters (invisible, but a model may read it), ASCII
 //!   confusions that change the string (`0` written `O`, `1` written `l` or `I`), spaces as
 //!   thousands separators, amounts in thousands (`1.2k`), separators inside e-mail
 //!   addresses, URLs and tokens, and addresses whose `@` and `.` are spelt out (`bob [at]
@@ -69,9 +70,25 @@ const SPACES: [char; 9] = [
     ' ', '\u{a0}', '\u{2009}', '\u{2003}', '\u{3000}', '\u{202f}', '\n', '\t', '\u{2028}',
 ];
 const PUNCT: [char; 6] = ['-', '.', '/', '_', '\u{2010}', '\u{2011}'];
-const INVISIBLE: [char; 16] = [
-    '\u{200b}', '\u{200c}', '\u{200d}', '\u{2060}', '\u{feff}', '\u{ad}', '\u{200e}', '\u{200f}',
-    '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{fe0f}',
+const INVISIBLE: [char; 18] = [
+    '\u{200b}',
+    '\u{200c}',
+    '\u{200d}',
+    '\u{2060}',
+    '\u{feff}',
+    '\u{ad}',
+    '\u{200e}',
+    '\u{200f}',
+    '\u{202a}',
+    '\u{202b}',
+    '\u{202c}',
+    '\u{202d}',
+    '\u{202e}',
+    '\u{2066}',
+    '\u{2069}',
+    '\u{fe0f}',
+    '\u{e0041}',
+    '\u{e007f}',
 ];
 
 /// Cyrillic and Greek look-alikes of Latin letters (each one's UTS #39 prototype is the letter).
@@ -235,6 +252,15 @@ fn spell_out(value: &str, email: bool, reading: Reading, rng: &mut Rng) -> Strin
 pub fn render(kind: &ParamType, value: &str, seed: u64, reading: Reading) -> String {
     let mut rng = Rng::new(seed);
     let loose = reading == Reading::LooksLike;
+    // Hidden in Unicode tag characters ("ASCII smuggling"): invisible to a reader, read by a
+    // model; free text is judged by what a reader sees.
+    if loose && !matches!(kind, ParamType::FreeText) && rng.chance(8) {
+        let hidden: String = value
+            .chars()
+            .filter_map(|c| char::from_u32(0xE0000 + u32::from(c)))
+            .collect();
+        return format!("(see the note){hidden}");
+    }
     match kind {
         ParamType::Iban => scatter(value, true, true, reading, &mut rng),
         ParamType::Email if loose && rng.chance(30) => spell_out(value, true, reading, &mut rng),

@@ -78,12 +78,19 @@ impl fmt::Debug for ValueKey {
 }
 
 /// The keys of every typed value `text` carries exactly (the values the gate's extraction
-/// finds in its reading), sorted, without duplicates: what the handle indexes an entry under.
+/// finds in its reading) or hides in tag characters ([`canon::smuggled_text`]: where a value
+/// first appeared includes where it was smuggled in), sorted, without duplicates: what the
+/// handle indexes an entry under.
+///
+/// [`canon::smuggled_text`]: super::canon::smuggled_text
 pub fn value_keys_of_text(text: &str) -> Vec<ValueKey> {
     let mut keys = BTreeSet::new();
-    for kind in &INDEXED_TYPES {
-        for v in kind.extract(text) {
-            keys.extend(ValueKey::of(kind, &v));
+    let hidden = super::canon::smuggled_text(text);
+    for t in std::iter::once(text).chain(hidden.as_deref()) {
+        for kind in &INDEXED_TYPES {
+            for v in kind.extract(t) {
+                keys.extend(ValueKey::of(kind, &v));
+            }
         }
     }
     keys.into_iter().collect()

@@ -130,7 +130,7 @@ impl ValueIndex {
             kind.looks_in_reading(v, r, || {
                 self.skeleton.get_or_init(|| canon::skeleton(r)).as_str()
             })
-        })
+        }) || kind.smuggled(pv, content)
     }
 
     /// Whether some reading of `pv` occurs in the indexed text; `None` when the index cannot

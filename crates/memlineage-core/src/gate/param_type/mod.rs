@@ -371,6 +371,15 @@ impl ParamType {
         let skel = std::cell::OnceCell::new();
         pv.iter()
             .any(|v| self.looks_in_reading(v, &r, || skel.get_or_init(|| canon::skeleton(&r))))
+            || self.smuggled(pv, text)
+    }
+
+    /// Whether the message hidden in `text`'s tag characters ([`canon::smuggled_text`])
+    /// carries some reading of `pv`, exactly or by look: a look, since a reader cannot see it.
+    pub(crate) fn smuggled(&self, pv: &ParamValue, text: &str) -> bool {
+        canon::smuggled_text(text).is_some_and(|hidden| {
+            self.any_occurs(pv, &hidden, &mut String::new()) || self.any_looks(pv, &hidden)
+        })
     }
 
     /// Whether `v` occurs by look in the reading `r` (whose skeleton `skel` gives).
