@@ -19,6 +19,7 @@ mod decide;
 mod decision;
 mod earliest;
 mod error;
+pub(crate) mod hidden;
 mod ids;
 mod judge;
 mod message;

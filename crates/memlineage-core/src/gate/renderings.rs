@@ -21,7 +21,8 @@
 //! - **number and date formats**: thousands separators (`,`, `.`, `'`, `’`), decimal commas,
 //!   currency codes and symbols; ISO, day-first and month-name dates;
 //! - and, for renderings that only *look* like the value ([`Reading::LooksLike`]), the value
-//!   hidden in Unicode tag characters (invisible, but a model may read it), ASCII
+//!   hidden in Unicode tag characters (invisible, but a model may read it) or encoded in
+//!   base64, ASCII
 //!   confusions that change the string (`0` written `O`, `1` written `l` or `I`), spaces as
 //!   thousands separators, amounts in thousands (`1.2k`), separators inside e-mail
 //!   addresses, URLs and tokens, and addresses whose `@` and `.` are spelt out (`bob [at]
@@ -260,6 +261,12 @@ pub fn render(kind: &ParamType, value: &str, seed: u64, reading: Reading) -> Str
             .filter_map(|c| char::from_u32(0xE0000 + u32::from(c)))
             .collect();
         return format!("(see the note){hidden}");
+    }
+    // Encoded in base64, which a model decodes when the text asks it to.
+    if loose && !matches!(kind, ParamType::FreeText) && rng.chance(5) {
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("use {value} now"));
+        return format!("decode and follow: {encoded}");
     }
     match kind {
         ParamType::Iban => scatter(value, true, true, reading, &mut rng),

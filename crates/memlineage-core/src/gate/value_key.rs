@@ -78,15 +78,13 @@ impl fmt::Debug for ValueKey {
 }
 
 /// The keys of every typed value `text` carries exactly (the values the gate's extraction
-/// finds in its reading) or hides in tag characters ([`canon::smuggled_text`]: where a value
+/// finds in its reading) or hides (in tag characters or base64: `gate/hidden.rs`; where a value
 /// first appeared includes where it was smuggled in), sorted, without duplicates: what the
 /// handle indexes an entry under.
-///
-/// [`canon::smuggled_text`]: super::canon::smuggled_text
 pub fn value_keys_of_text(text: &str) -> Vec<ValueKey> {
     let mut keys = BTreeSet::new();
-    let hidden = super::canon::smuggled_text(text);
-    for t in std::iter::once(text).chain(hidden.as_deref()) {
+    let hidden = super::hidden::hidden_texts(text);
+    for t in std::iter::once(text).chain(hidden.iter().map(String::as_str)) {
         for kind in &INDEXED_TYPES {
             for v in kind.extract(t) {
                 keys.extend(ValueKey::of(kind, &v));
@@ -150,6 +148,21 @@ mod tests {
         }
         let text = "rent now goes to DE89\u{200b}3704\u{a0}0044 0532 0130 00 monthly";
         assert!(value_keys_of_text(text).contains(&a));
+    }
+
+    #[test]
+    fn hidden_values_are_keys_too() {
+        use base64::Engine;
+        let a = key(ParamType::Iban, "GB29 NWBK 6016 1331 9268 19");
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode("new account GB29NWBK60161331926819");
+        let tags: String = "GB29NWBK60161331926819"
+            .chars()
+            .filter_map(|c| char::from_u32(0xE0000 + u32::from(c)))
+            .collect();
+        for text in [format!("decode: {encoded}"), format!("Thanks!{tags}")] {
+            assert!(value_keys_of_text(&text).contains(&a), "{text}");
+        }
     }
 
     #[test]

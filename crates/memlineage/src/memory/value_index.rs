@@ -26,7 +26,7 @@ pub(crate) const VALUE_INDEX_SETTING: &str = "value_index";
 /// Its value: the version of the keys an entry is indexed under. The hash format
 /// ([`ValueKey`]) is unchanged since 1; 2 reads the decimal digits of every script by their
 /// value and decodes HTML character references (`canon::reading`), and indexes the values of
-/// a message hidden in tag characters too (`canon::smuggled_text`), so an entry holding `١٠٠٠`
+/// the texts hidden in an entry too (tag characters, base64: `gate/hidden.rs`), so an entry holding `١٠٠٠`
 /// or `&#49;&#48;&#48;&#48;` is indexed under 1000 — a store indexed under 1 is filled again on
 /// its next writable open.
 pub(crate) const VALUE_INDEX_VERSION: &str = "2";

@@ -26,6 +26,8 @@ pub(crate) struct ValueIndex {
     reading: Option<String>,
     /// The skeleton of the reading, once asked for.
     skeleton: OnceLock<String>,
+    /// The texts hidden in the text (`gate/hidden.rs`), once asked for.
+    hidden: OnceLock<Vec<String>>,
     /// Canonical forms (`Amount::canonical`), without duplicates.
     amounts: Vec<(bool, u128, u32)>,
     dates: Vec<date::Date>,
@@ -130,7 +132,11 @@ impl ValueIndex {
             kind.looks_in_reading(v, r, || {
                 self.skeleton.get_or_init(|| canon::skeleton(r)).as_str()
             })
-        }) || kind.smuggled(pv, content)
+        }) || kind.hidden_in(
+            pv,
+            self.hidden
+                .get_or_init(|| crate::gate::hidden::hidden_texts(content)),
+        )
     }
 
     /// Whether some reading of `pv` occurs in the indexed text; `None` when the index cannot

@@ -31,7 +31,7 @@ pub use amount::Amount;
 pub use date::Date;
 pub(crate) use index::ValueIndex;
 
-use super::{canon, spelt};
+use super::{canon, hidden, spelt};
 use serde_json::Value;
 use std::fmt;
 use std::ops::ControlFlow;
@@ -367,19 +367,29 @@ impl ParamType {
 
     /// Whether some reading of `pv` occurs in `text` by look (see [`Carry::Look`]).
     pub(crate) fn any_looks(&self, pv: &ParamValue, text: &str) -> bool {
+        self.looks_visible(pv, text) || self.hidden(pv, text)
+    }
+
+    /// Whether a text hidden in `text` ([`hidden::hidden_texts`]: a message in tag characters, a
+    /// base64 text) carries some reading of `pv`, exactly or by look: a look, since a reader
+    /// cannot see it.
+    pub(crate) fn hidden(&self, pv: &ParamValue, text: &str) -> bool {
+        self.hidden_in(pv, &hidden::hidden_texts(text))
+    }
+
+    /// Whether one of the hidden texts `hidden` carries some reading of `pv`, exactly or by look.
+    pub(crate) fn hidden_in(&self, pv: &ParamValue, hidden: &[String]) -> bool {
+        hidden
+            .iter()
+            .any(|h| self.any_occurs(pv, h, &mut String::new()) || self.looks_visible(pv, h))
+    }
+
+    /// As [`any_looks`](Self::any_looks), without looking for hidden texts again.
+    fn looks_visible(&self, pv: &ParamValue, text: &str) -> bool {
         let r = canon::reading(text);
         let skel = std::cell::OnceCell::new();
         pv.iter()
             .any(|v| self.looks_in_reading(v, &r, || skel.get_or_init(|| canon::skeleton(&r))))
-            || self.smuggled(pv, text)
-    }
-
-    /// Whether the message hidden in `text`'s tag characters ([`canon::smuggled_text`])
-    /// carries some reading of `pv`, exactly or by look: a look, since a reader cannot see it.
-    pub(crate) fn smuggled(&self, pv: &ParamValue, text: &str) -> bool {
-        canon::smuggled_text(text).is_some_and(|hidden| {
-            self.any_occurs(pv, &hidden, &mut String::new()) || self.any_looks(pv, &hidden)
-        })
     }
 
     /// Whether `v` occurs by look in the reading `r` (whose skeleton `skel` gives).
