@@ -270,7 +270,14 @@ pub fn digit_reading(text: &str) -> Cow<'_, str> {
             }
             i += 1;
         }
-        let mut glued = i < b.len() && b[i].is_ascii_alphabetic();
+        // An ordinal suffix after a number is part of it (`1Oth of May`), not a word it is
+        // glued to.
+        let ordinal = b.get(i..i + 2).is_some_and(|w| {
+            [b"st", b"nd", b"rd", b"th"]
+                .iter()
+                .any(|o| w.eq_ignore_ascii_case(&o[..]))
+        }) && b.get(i + 2).is_none_or(|c| !c.is_ascii_alphanumeric());
+        let mut glued = i < b.len() && b[i].is_ascii_alphabetic() && !ordinal;
         if let (true, Some(sp)) = (glued, last_space) {
             // The group after the last space is the start of a word (`lO October`): the
             // number ends before it.
@@ -280,7 +287,22 @@ pub fn digit_reading(text: &str) -> Cow<'_, str> {
         let token = &b[start..i];
         let has_digit = token.iter().any(u8::is_ascii_digit);
         let letters = token.iter().filter(|&&c| spelt(c)).count();
-        let lone = token.len() == 1 && beside_a_number_word(b, start, i);
+        // After an ordinal suffix, the word that makes a lone letter a number may follow
+        // `of` (`lth of May`).
+        let after = if ordinal {
+            let j = blanks(b, i + 2);
+            if b.get(j..j + 2)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"of"))
+                && blanks(b, j + 2) > j + 2
+            {
+                blanks(b, j + 2)
+            } else {
+                j
+            }
+        } else {
+            i
+        };
+        let lone = token.len() == 1 && beside_a_number_word(b, start, after);
         if glued || letters == 0 || !(has_digit || (2..=3).contains(&token.len()) || lone) {
             continue;
         }
@@ -296,6 +318,14 @@ pub fn digit_reading(text: &str) -> Cow<'_, str> {
         Ok(s) => Cow::Owned(s),
         Err(_) => r,
     }
+}
+
+/// The end of the run of spaces from `i`.
+fn blanks(b: &[u8], mut i: usize) -> usize {
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    i
 }
 
 /// Whether the one-character token `b[start..end]` stands beside a word that makes it a number:
@@ -546,6 +576,13 @@ mod tests {
     #[test]
     fn digits_spelt_with_letters() {
         assert_eq!(digit_reading("pay lOO EUR"), "pay 100 EUR");
+        assert_eq!(
+            digit_reading("on the 1Oth of May 2O24"),
+            "on the 10th of May 2024"
+        );
+        assert_eq!(digit_reading("the lOth"), "the 10th");
+        assert_eq!(digit_reading("the lth of May 2O24"), "the 1th of May 2024");
+        assert_eq!(digit_reading("Oth lOthing"), "Oth lOthing");
         assert_eq!(digit_reading("1 100.00"), "1 100.00");
         assert_eq!(
             digit_reading("on 2O24-O5-Ol, l.5OO,OO"),

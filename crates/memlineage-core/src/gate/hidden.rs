@@ -1,6 +1,7 @@
 //! Texts hidden inside an entry that a model may read and a person does not see: a message in
-//! Unicode tag characters ([`canon::smuggled_text`], "ASCII smuggling") and text encoded in
-//! base64 (`UGF5IEdCMjk…`, which a model decodes when asked to). An entry carries, *by look*, every
+//! Unicode tag characters ([`canon::smuggled_text`], "ASCII smuggling"), text encoded in base64
+//! (`UGF5IEdCMjk…`, which a model decodes when asked to) and percent-escaped text
+//! (`GB29%20NWBK%206016…`, as a link's query writes it). An entry carries, *by look*, every
 //! value its hidden texts carry — taint only: the gate never justifies a value with what a reader
 //! cannot see — and the value index keys an entry under them too, so a hidden value's first
 //! carrier is found like a visible one's.
@@ -67,16 +68,34 @@ fn base64_texts(text: &str) -> Vec<String> {
     out
 }
 
-/// Every text hidden in `text` (its tag-character message, its base64 texts), and the texts
-/// hidden in those, one level deep (a base64 text inside a tag message is read; a deeper
-/// nesting is not).
+/// `text` with its percent-escapes decoded, when it holds one (`%20`, `%31`) and the result is
+/// UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    let escaped = text
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit());
+    if !escaped {
+        return None;
+    }
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(std::borrow::Cow::into_owned)
+}
+
+/// Every text hidden in `text` (its tag-character message, its base64 texts, its percent-
+/// decoded form), and the texts hidden in those, one level deep (a base64 text inside a tag
+/// message is read; a deeper nesting is not).
 pub(crate) fn hidden_texts(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(tags) = canon::smuggled_text(text) {
         out.extend(base64_texts(&tags));
+        out.extend(percent_decoded(&tags));
         out.push(tags);
     }
     out.extend(base64_texts(text));
+    out.extend(percent_decoded(text));
     out
 }
 
@@ -100,6 +119,18 @@ mod tests {
         for text in ["internationalization", id, "R0IyOQ=="] {
             assert!(base64_texts(text).is_empty(), "{text}");
         }
+    }
+
+    #[test]
+    fn percent_escapes_are_read() {
+        assert_eq!(
+            hidden_texts("https://pay.example/?to=GB29%20NWBK%206016%201331%209268%2019"),
+            ["https://pay.example/?to=GB29 NWBK 6016 1331 9268 19"]
+        );
+        assert_eq!(hidden_texts("amount %31"), ["amount 1"]);
+        // No escape, or escapes of invalid UTF-8: no hidden text.
+        assert!(hidden_texts("a 100% rise").is_empty());
+        assert!(hidden_texts("bytes %FF%FE").is_empty());
     }
 
     #[test]

@@ -105,21 +105,27 @@ fn word(w: &str) -> Option<Word> {
     const TENS: [&str; 8] = [
         "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
     ];
-    let w = w.to_ascii_lowercase();
-    if let Some(v) = UNITS.iter().position(|u| *u == w) {
+    const OTHERS: [(&str, Word); 6] = [
+        ("hundred", Word::Hundred),
+        ("thousand", Word::Scale(1_000)),
+        ("million", Word::Scale(1_000_000)),
+        ("billion", Word::Scale(1_000_000_000)),
+        ("and", Word::Filler),
+        ("a", Word::Filler),
+    ];
+    // Every number word is one to nine letters: most words of a text are rejected here, and
+    // none is lower-cased into a new string.
+    if w.len() > 9 {
+        return None;
+    }
+    let is = |name: &str| w.eq_ignore_ascii_case(name);
+    if let Some(v) = UNITS.iter().position(|u| is(u)) {
         return Some(Word::Add(v as u64));
     }
-    if let Some(v) = TENS.iter().position(|t| *t == w) {
+    if let Some(v) = TENS.iter().position(|t| is(t)) {
         return Some(Word::Add(20 + 10 * v as u64));
     }
-    match w.as_str() {
-        "hundred" => Some(Word::Hundred),
-        "thousand" => Some(Word::Scale(1_000)),
-        "million" => Some(Word::Scale(1_000_000)),
-        "billion" => Some(Word::Scale(1_000_000_000)),
-        "and" | "a" => Some(Word::Filler),
-        _ => None,
-    }
+    OTHERS.iter().find(|(name, _)| is(name)).map(|&(_, w)| w)
 }
 
 /// A number being read from words: the closed groups and the open one.
