@@ -371,8 +371,8 @@ impl ParamType {
     }
 
     /// Whether a text hidden in `text` ([`hidden::hidden_texts`]: a message in tag characters, a
-    /// base64 text) carries some reading of `pv`, exactly or by look: a look, since a reader
-    /// cannot see it.
+    /// base64 text, the percent-decoded text) carries some reading of `pv`, exactly or by look:
+    /// a look, since a reader cannot see it.
     pub(crate) fn hidden(&self, pv: &ParamValue, text: &str) -> bool {
         self.hidden_in(pv, &hidden::hidden_texts(text))
     }
