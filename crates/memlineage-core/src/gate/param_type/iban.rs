@@ -202,6 +202,13 @@ pub(crate) fn for_each(
                 i = end;
                 continue;
             }
+            // A listed country's full length read in mixed case: the run here is the start of
+            // that IBAN, not an IBAN of its own (its prefix is no candidate; `occurs`, which
+            // ignores case, still finds the whole one).
+            if listed_at(b, i, &mut buf, &|_: &u8| true).is_some() {
+                i = t_end;
+                continue;
+            }
             let mut len = 0;
             let mut end = t_end;
             if (MIN_LEN..=MAX_LEN).contains(&tok.len()) && tok.iter().all(case_ok) {
@@ -274,6 +281,13 @@ mod tests {
             ControlFlow::Continue(())
         });
         v
+    }
+
+    #[test]
+    fn a_prefix_of_a_mixed_case_listed_iban_is_no_candidate() {
+        // GB is 22 long: the first 18, unbroken, are the start of the whole one.
+        assert!(all("GB68O4C2154020E683- 1lQ8").is_empty());
+        assert!(occurs("GB68O4C2154020E6831LQ8", "GB68O4C2154020E683- 1lQ8"));
     }
 
     #[test]
