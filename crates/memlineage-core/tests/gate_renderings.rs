@@ -452,3 +452,71 @@ fn spelt_out_addresses_taint() {
         assert_eq!(d.reasons[0].offending, Some(id("page")), "{page}");
     }
 }
+
+/// Values split by markup (a page's HTML source, a Markdown document), amounts in scientific
+/// notation, past a sign, with `_` or Arabic separators: an untrusted entry that writes them
+/// taints the value (`gate/hidden.rs`, `param_type/amount.rs`, `canon.rs`).
+#[test]
+fn markup_notation_and_signs_taint() {
+    for (ty, bill, v) in [
+        (
+            "iban",
+            "GB29<b>NWBK</b>60161331926819",
+            "GB29NWBK60161331926819",
+        ),
+        (
+            "iban",
+            "GB29**NWBK**60161331926819",
+            "GB29NWBK60161331926819",
+        ),
+        (
+            "iban",
+            "GB29<!-- x -->NWBK 6016 1331 9268 19",
+            "GB29NWBK60161331926819",
+        ),
+        ("email", "bob<span></span>@evil.com", "bob@evil.com"),
+        ("url", "https://evil.com/p<b></b>ay", "https://evil.com/pay"),
+        (
+            "url",
+            "Visit evil.com/pay today",
+            "https://www.evil.com/pay",
+        ),
+        ("amount", "1<b>000</b> EUR", "1000"),
+        ("amount", "Amount: 1e3 EUR", "1000"),
+        ("amount", "Amount: 1.5E+03", "1500"),
+        ("amount", "Balance -1000 EUR", "1000"),
+        ("amount", "1_000 EUR", "1000"),
+        ("amount", "1\u{066C}000 EUR", "1000"),
+        (
+            "amount",
+            "\u{0661}\u{066C}\u{0660}\u{0660}\u{0660}\u{066B}\u{0665}",
+            "1000.5",
+        ),
+    ] {
+        let policy = Policy::parse(&format!(
+            "[tools.t.params]\nv = {{ type = \"{ty}\", unjustified = \"allow\" }}\n"
+        ))
+        .expect("policy");
+        let ctx = [
+            entry(
+                "request",
+                TrustLabel::Trusted,
+                EntryKind::UserInput,
+                "Please settle the invoice.",
+            ),
+            entry("bill", TrustLabel::External, EntryKind::ToolOutput, bill),
+        ];
+        let c = call(v);
+        let d = run(&policy, &GateInput::new(&c, &ctx, tau()));
+        assert_eq!(
+            d.decision,
+            Decision::Deny,
+            "{bill}: {}",
+            d.reasons[0].message()
+        );
+        assert_eq!(d.reasons[0].offending, Some(id("bill")), "{bill}");
+        // Without the bill nothing carries it: unjustified, allowed by this policy.
+        let d = run(&policy, &GateInput::new(&c, &ctx[..1], tau()));
+        assert_eq!(d.decision, Decision::Allow, "{bill}");
+    }
+}

@@ -79,6 +79,12 @@ fn read_char(c: char) -> Option<char> {
     if let Some(d) = decimal_digit(c) {
         return Some(d);
     }
+    // The Arabic thousands and decimal separators, between Arabic-Indic digits (`١٬٠٠٠٫٥٠`).
+    match c {
+        '\u{066C}' => return Some(','),
+        '\u{066B}' => return Some('.'),
+        _ => {}
+    }
     let sk = char_skeleton(c);
     let mut chars = sk.chars();
     match (chars.next(), chars.next()) {

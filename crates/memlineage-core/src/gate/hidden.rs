@@ -1,7 +1,9 @@
 //! Texts hidden inside an entry that a model may read and a person does not see: a message in
 //! Unicode tag characters ([`canon::smuggled_text`], "ASCII smuggling"), text encoded in base64
 //! (`UGF5IEdCMjk…`, which a model decodes when asked to) and percent-escaped text
-//! (`GB29%20NWBK%206016…`, as a link's query writes it). An entry carries, *by look*, every
+//! (`GB29%20NWBK%206016…`, as a link's query writes it), and text split by markup
+//! (`GB29<b>NWBK</b>6016…`, `bob<!-- -->@evil.com`, `1**000**`: a model reads a page's source or
+//! a Markdown document as the text it renders). An entry carries, *by look*, every
 //! value its hidden texts carry — taint only: the gate never justifies a value with what a reader
 //! cannot see — and the value index keys an entry under them too, so a hidden value's first
 //! carrier is found like a visible one's.
@@ -84,18 +86,80 @@ fn percent_decoded(text: &str) -> Option<String> {
         .map(std::borrow::Cow::into_owned)
 }
 
+/// The longest HTML/XML tag or comment removed by [`without_markup`]: longer runs between `<`
+/// and `>` are left alone (text, not markup), and the work stays linear.
+const MAX_TAG: usize = 1024;
+
+/// `text` with its inline markup removed, when it has any: HTML/XML tags (`<b>`, `</span>`,
+/// `<a href="…">`, `<br/>`) and comments (`<!-- … -->`) deleted, and the Markdown emphasis and
+/// code markers `*`, `~` and `` ` `` deleted, so that a value split by them reads as one run
+/// (`GB29<b>NWBK</b>6016…` → `GB29NWBK6016…`). Deleting rather than spacing joins more than a
+/// renderer would (two table cells become one run): this text is only read *by look*, where
+/// joining more can only taint more.
+fn without_markup(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut i = 0;
+    let mut kept = 0;
+    while i < b.len() {
+        let end = match b[i] {
+            b'<' => markup_end(&b[i..]).map(|n| i + n),
+            b'*' | b'~' | b'`' => Some(i + 1),
+            _ => None,
+        };
+        match end {
+            Some(e) => {
+                out.push_str(&text[kept..i]);
+                kept = e;
+                i = e;
+                changed = true;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&text[kept..]);
+    changed.then_some(out)
+}
+
+/// The length of the tag or comment at the start of `b` (which starts with `<`): `<!-- … -->`,
+/// or `<` then a letter, `/` or `!`, up to the first `>` with no `<` before it; within
+/// [`MAX_TAG`] bytes.
+fn markup_end(b: &[u8]) -> Option<usize> {
+    let within = &b[..b.len().min(MAX_TAG)];
+    if within.starts_with(b"<!--") {
+        return within
+            .windows(3)
+            .skip(4)
+            .position(|w| w == b"-->")
+            .map(|p| p + 4 + 3);
+    }
+    let first = *within.get(1)?;
+    if !(first.is_ascii_alphabetic() || first == b'/' || first == b'!') {
+        return None;
+    }
+    let close = within
+        .iter()
+        .skip(1)
+        .position(|c| matches!(c, b'<' | b'>'))?
+        + 1;
+    (within[close] == b'>').then_some(close + 1)
+}
+
 /// Every text hidden in `text` (its tag-character message, its base64 texts, its percent-
-/// decoded form), and the texts hidden in those, one level deep (a base64 text inside a tag
-/// message is read; a deeper nesting is not).
+/// decoded form, its text without markup), and the texts hidden in those, one level deep (a
+/// base64 text inside a tag message is read; a deeper nesting is not).
 pub(crate) fn hidden_texts(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(tags) = canon::smuggled_text(text) {
         out.extend(base64_texts(&tags));
         out.extend(percent_decoded(&tags));
+        out.extend(without_markup(&tags));
         out.push(tags);
     }
     out.extend(base64_texts(text));
     out.extend(percent_decoded(text));
+    out.extend(without_markup(text));
     out
 }
 
@@ -131,6 +195,33 @@ mod tests {
         // No escape, or escapes of invalid UTF-8: no hidden text.
         assert!(hidden_texts("a 100% rise").is_empty());
         assert!(hidden_texts("bytes %FF%FE").is_empty());
+    }
+
+    #[test]
+    fn markup_is_removed() {
+        assert_eq!(
+            without_markup("GB29<b>NWBK</b>6016 1331<span class=\"x\">9268</span>19").as_deref(),
+            Some("GB29NWBK6016 1331926819")
+        );
+        assert_eq!(
+            without_markup("bob<!-- hi <b> -->@evil.com, 1**000** EUR, `GB29`~~x~~").as_deref(),
+            Some("bob@evil.com, 1000 EUR, GB29x")
+        );
+        // Comparisons and arrows are not tags; an unclosed comment or tag is left alone.
+        for text in [
+            "a < b and c > d",
+            "x <- y",
+            "1 <2> 3",
+            "<!-- open",
+            "<b open",
+            "plain",
+        ] {
+            let got = without_markup(text);
+            assert!(got.is_none(), "{text}: {got:?}");
+        }
+        // A tag longer than MAX_TAG is text.
+        let long = format!("<a{}>", "x".repeat(MAX_TAG));
+        assert!(without_markup(&long).is_none());
     }
 
     #[test]

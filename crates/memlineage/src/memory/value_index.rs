@@ -28,8 +28,10 @@ pub(crate) const VALUE_INDEX_SETTING: &str = "value_index";
 /// value and decodes HTML character references (`canon::reading`), and indexes the values of
 /// the texts hidden in an entry too (tag characters, base64: `gate/hidden.rs`), so an entry holding `١٠٠٠`
 /// or `&#49;&#48;&#48;&#48;` is indexed under 1000 — a store indexed under 1 is filled again on
-/// its next writable open.
-pub(crate) const VALUE_INDEX_VERSION: &str = "2";
+/// its next writable open. 3 also reads the Arabic thousands and decimal separators, amounts in
+/// scientific notation, past a sign and with `_` grouping, and text split by markup
+/// (`GB29<b>NWBK</b>…`).
+pub(crate) const VALUE_INDEX_VERSION: &str = "3";
 
 /// Entries read per step when filling the index.
 const FILL_CHUNK: u64 = 1024;

@@ -534,15 +534,26 @@ pub(crate) fn for_each_loose(
     text: &str,
     mut f: impl FnMut(usize, usize, Amount) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
+    // A reader may read past a sign (`-1000` as 1000): a negative amount is also its magnitude.
+    let mut f = |s: usize, e: usize, a: Amount| {
+        if a.is_negative() {
+            let (_, mantissa, scale) = a.canonical();
+            if let Some(magnitude) = Amount::new(false, mantissa, scale) {
+                f(s, e, magnitude)?;
+            }
+        }
+        f(s, e, a)
+    };
     for_each(text, &mut f)?;
     super::amount_words::for_each_scaled(text, &mut f)?;
     super::amount_words::for_each_spelt(text, &mut f)?;
+    for_each_scientific(text, &mut f)?;
     let b = text.as_bytes();
-    // A space or a lone point between a digit and exactly three digits: a thousands separator
-    // to some readers (`1 100.00`, `1.000 EUR`).
+    // A space, a lone point or an underscore between a digit and exactly three digits: a
+    // thousands separator to some readers (`1 100.00`, `1.000 EUR`, `1_000`).
     let grouping = |p: usize| {
         p > 0
-            && matches!(b[p], b' ' | b'.')
+            && matches!(b[p], b' ' | b'.' | b'_')
             && b[p - 1].is_ascii_digit()
             && b.len() >= p + 4
             && b[p + 1..p + 4].iter().all(u8::is_ascii_digit)
@@ -558,6 +569,58 @@ pub(crate) fn for_each_loose(
         .map(|(_, c)| c)
         .collect();
     for_each(&joined, f)
+}
+
+/// The largest exponent of an amount in scientific notation (`1e3`, `2.5E+06`): beyond it a
+/// token is an identifier or a hash, not an amount anyone pays.
+const MAX_EXPONENT: u32 = 15;
+
+/// Calls `f` for every amount written in scientific notation in `text` (`1e3`, `1.5E+03`,
+/// `2e-2`): a mantissa of digits with at most one point, not glued to a letter, digit or point
+/// before it, then `e` or `E`, an optional sign and one or two digits, not followed by a letter,
+/// a digit or a point before a digit (a full stop may follow). A model reads `1e3 EUR` as a thousand euros; for taint only.
+fn for_each_scientific(
+    text: &str,
+    mut f: impl FnMut(usize, usize, Amount) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let b = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'.' || c == b'_';
+    for (p, _) in text.match_indices(['e', 'E']) {
+        if !digit_at(b, p.wrapping_sub(1)) {
+            continue;
+        }
+        // The mantissa: digits and at most one point before the `e`.
+        let mut s = p;
+        let mut points = 0;
+        while s > 0 && (b[s - 1].is_ascii_digit() || (b[s - 1] == b'.' && points == 0)) {
+            points += usize::from(b[s - 1] == b'.');
+            s -= 1;
+        }
+        if b[s] == b'.' || (s > 0 && word(b[s - 1])) {
+            continue;
+        }
+        let mut e = p + 1;
+        if matches!(b.get(e), Some(b'+' | b'-')) {
+            e += 1;
+        }
+        let digits = b[e..].iter().take_while(|c| c.is_ascii_digit()).count();
+        // After the exponent: no letter, digit or `_`, and a point only as a full stop.
+        let after = e + digits;
+        let glued_after = b.get(after).is_some_and(|c| {
+            c.is_ascii_alphanumeric() || *c == b'_' || (*c == b'.' && digit_at(b, after + 1))
+        });
+        if !(1..=2).contains(&digits) || glued_after {
+            continue;
+        }
+        let exponent = text[e..e + digits].parse::<u32>().unwrap_or(u32::MAX);
+        if exponent > MAX_EXPONENT {
+            continue;
+        }
+        if let Some(a) = parse_scientific(&text[s..e + digits].replace('+', "")) {
+            f(s, e + digits, a)?;
+        }
+    }
+    ControlFlow::Continue(())
 }
 
 /// Whether `want` is one of the amounts [`for_each`] finds in `text`. Only the numeric runs
@@ -667,5 +730,31 @@ mod tests {
             ControlFlow::Continue(())
         });
         assert_eq!(loose, ["1", "100.00", "1100.00"]);
+    }
+
+    #[test]
+    fn scientific_notation_is_read_loosely() {
+        let loose = |text: &str| {
+            let mut v = Vec::new();
+            let _ = for_each_loose(text, |_, _, a| {
+                v.push(a.to_string());
+                ControlFlow::Continue(())
+            });
+            v
+        };
+        assert!(loose("pay 1e3 EUR").contains(&"1000".to_string()));
+        assert!(loose("2.5E+06").contains(&"2500000".to_string()));
+        assert!(loose("5e-2").contains(&"0.05".to_string()));
+        assert!(loose("Pay EUR 101e-1.").contains(&"10.1".to_string()));
+        // Glued to a word, a hash or a point, or an exponent beyond 15: not an amount.
+        for text in ["id9f86d0e8", "x1e3", "1.2.3e3", "1e99", "1e3x", "1e3.5"] {
+            assert!(
+                !loose(text).contains(&"1000".to_string()),
+                "{text}: {:?}",
+                loose(text)
+            );
+        }
+        // A sign is read past: -1000 is also 1000.
+        assert!(loose("-1000").contains(&"1000".to_string()));
     }
 }

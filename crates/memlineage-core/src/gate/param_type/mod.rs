@@ -347,7 +347,8 @@ impl ParamType {
 
     /// The key of a value for separator- and look-alike-blind lookups (the letters and digits
     /// of its skeleton, [`canon::skeleton_key`]; a URL without its scheme; an amount or a date
-    /// in its plain form): two values a reader may confuse have the same key. An index of the
+    /// in its plain form; a URL without its scheme and a leading `www.`): two values a reader may
+    /// confuse have the same key. An index of the
     /// values of [`extract`](Self::extract) under these keys finds every entry that carries a
     /// value *exactly*; entries that carry it only by look are found by [`carry`](Self::carry).
     pub fn value_key(&self, v: &NormValue) -> String {
@@ -357,7 +358,12 @@ impl ParamType {
                 format!("{}{m}e-{s}", if neg { "-" } else { "" })
             }
             NormValue::Date(d) => d.to_string(),
-            NormValue::Url(u) => canon::skeleton_key(url::without_scheme(u)),
+            // `www.` is dropped too: a model that writes `https://www.evil.com` may have read
+            // `evil.com` (the key only widens what is looked at; carrying is decided apart).
+            NormValue::Url(u) => {
+                let rest = url::without_scheme(u);
+                canon::skeleton_key(rest.strip_prefix("www.").unwrap_or(rest))
+            }
             NormValue::Iban(s) | NormValue::Email(s) | NormValue::Token(s) => {
                 canon::skeleton_key(s)
             }
