@@ -102,9 +102,24 @@ fn without_markup(text: &str) -> Option<String> {
     let mut changed = false;
     let mut i = 0;
     let mut kept = 0;
+    // Where the next `-->` starts at or after the last comment opening looked at: searched
+    // once per opening past it, so that a text of many unclosed `<!--` stays linear.
+    let mut comment_close: Option<usize> = None;
     while i < b.len() {
         let end = match b[i] {
-            b'<' => markup_end(&b[i..]).map(|n| i + n),
+            b'<' if b[i..].starts_with(b"<!--") => {
+                let close = match comment_close {
+                    Some(c) if c >= i + 4 => c,
+                    _ => {
+                        let c = memchr::memmem::find(&b[i + 4..], b"-->")
+                            .map_or(usize::MAX, |p| i + 4 + p);
+                        comment_close = Some(c);
+                        c
+                    }
+                };
+                (close != usize::MAX && close + 3 - i <= MAX_TAG).then_some(close + 3)
+            }
+            b'<' => tag_end(&b[i..]).map(|n| i + n),
             b'*' | b'~' | b'`' => Some(i + 1),
             _ => None,
         };
@@ -122,18 +137,11 @@ fn without_markup(text: &str) -> Option<String> {
     changed.then_some(out)
 }
 
-/// The length of the tag or comment at the start of `b` (which starts with `<`): `<!-- … -->`,
-/// or `<` then a letter, `/` or `!`, up to the first `>` with no `<` before it; within
-/// [`MAX_TAG`] bytes.
-fn markup_end(b: &[u8]) -> Option<usize> {
+/// The length of the tag at the start of `b` (which starts with `<`): `<` then a letter, `/`
+/// or `!`, up to the first `>` with no `<` before it, within [`MAX_TAG`] bytes (so each byte
+/// is scanned by at most one tag).
+fn tag_end(b: &[u8]) -> Option<usize> {
     let within = &b[..b.len().min(MAX_TAG)];
-    if within.starts_with(b"<!--") {
-        return within
-            .windows(3)
-            .skip(4)
-            .position(|w| w == b"-->")
-            .map(|p| p + 4 + 3);
-    }
     let first = *within.get(1)?;
     if !(first.is_ascii_alphabetic() || first == b'/' || first == b'!') {
         return None;
@@ -219,9 +227,14 @@ mod tests {
             let got = without_markup(text);
             assert!(got.is_none(), "{text}: {got:?}");
         }
-        // A tag longer than MAX_TAG is text.
+        // A tag or comment longer than MAX_TAG is text.
         let long = format!("<a{}>", "x".repeat(MAX_TAG));
         assert!(without_markup(&long).is_none());
+        let long = format!("<!--{}-->", "x".repeat(MAX_TAG));
+        assert!(without_markup(&long).is_none());
+        // Many unclosed comments, then a closed one: each found once.
+        let many = format!("{}<!-- x -->GB29", "<!--".repeat(10_000));
+        assert!(without_markup(&many).is_some_and(|t| t.ends_with("GB29")));
     }
 
     #[test]
