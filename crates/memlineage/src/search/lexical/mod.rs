@@ -23,12 +23,16 @@
 //! list: its length grows with the store. [`LexicalIndex::top_k_within`] bounds that work: a
 //! document is a candidate when a query term occurs in it among that term's most recent
 //! [`CANDIDATE_WINDOW`] postings; candidates are scored exactly, over every query term, and
-//! ranked as above. That top-k is its own loop (`window.rs`): one merge of the terms' postings,
-//! decoded from the lowest candidate on, with MaxScore's test per candidate and per window (a term whose window
-//! cannot lift a document into the top k stops proposing), so the candidates that cost a
-//! score are a few dozen, not the window's thousands. For terms in fewer entries than the window (names, codes, rare words) the
-//! answer is the exact ranking of the whole store; a frequent term proposes its recent
-//! entries (a property test checks the answer against a full ranking of the candidates).
+//! ranked as above. That top-k is its own loop (`window.rs`): one merge of the terms'
+//! postings, decoded from the lowest candidate on, with MaxScore's test per candidate and per
+//! window (a term whose window cannot lift a document into the top k stops proposing), so the
+//! candidates that cost a score are a few dozen, not the window's thousands. When every term
+//! is decoded over the candidate range, the candidates are ranked in two passes instead
+//! (`two_pass.rs`): the documents of several terms, found with a bitmap, then each window
+//! alone, block by block; same candidates, same scores, no merge. For terms in fewer entries
+//! than the window (names, codes, rare words) the answer is the exact ranking of the whole
+//! store; a frequent term proposes its recent entries (property tests check both loops
+//! against a full ranking of the candidates).
 //!
 //! **Filtering.** The caller's `accept` (the scope pre-filter) runs on every document that
 //! would enter the top k, so the answer is the best `k` among accepted documents, exactly as
@@ -39,6 +43,7 @@ pub mod bm25;
 pub mod index;
 pub mod tokens;
 pub mod topk;
+mod two_pass;
 mod window;
 
 pub use index::LexicalIndex;

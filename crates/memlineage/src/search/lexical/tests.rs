@@ -3,6 +3,7 @@
 use super::LexicalIndex;
 use super::bm25::Collection;
 use super::tokens::{each_term, query_terms};
+use super::window::Loop;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -141,6 +142,8 @@ proptest! {
         let want = full_ranking(&docs, &[], &query, k, candidate);
         let got = ix.top_k_within(&query, k, window, |_| true);
         prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>());
+        let merged = ix.windowed_top_k_by(&query_terms(&query), k, window, |_| true, Loop::Merge).0;
+        prop_assert_eq!(merged, got);
     }
 }
 
@@ -200,7 +203,91 @@ proptest! {
         for (h, w) in got.iter().zip(&want) {
             prop_assert_eq!(h.score.to_bits(), w.1.to_bits());
         }
+        let merged = ix.windowed_top_k_by(&query_terms(&query), k, window, accept, Loop::Merge).0;
+        prop_assert_eq!(merged, got);
     }
+}
+
+/// Texts of a wider vocabulary (`w0` … `w59`, the low ones far more frequent), so that terms
+/// hold few common documents, as on real text: the two-pass loop then finds few documents of
+/// two terms and passes most of each window on its block bounds.
+fn spread_text_strategy() -> impl Strategy<Value = String> {
+    let word = prop_oneof![
+        6 => (0u32..4).prop_map(|w| format!("w{w}")),
+        3 => (4u32..16).prop_map(|w| format!("w{w}")),
+        1 => (16u32..60).prop_map(|w| format!("w{w}")),
+    ];
+    proptest::collection::vec(word, 0..10).prop_map(|w| w.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// Both loops of the windowed top-k give the full ranking of the candidates, with the
+    /// same score bits, on text where documents of two query terms are rare, with removed
+    /// documents and a filter.
+    #[test]
+    fn both_windowed_loops_rank_sparse_co_occurrences(
+        texts in proptest::collection::vec(spread_text_strategy(), 1..1500),
+        removed in proptest::collection::vec(0usize..1500, 0..40),
+        query in proptest::collection::vec(0u32..60, 1..5),
+        k in 1usize..12,
+        window in 1usize..600,
+        modulus in 1u64..4,
+    ) {
+        let query = query.iter().map(|w| format!("w{w}")).collect::<Vec<_>>().join(" ");
+        let docs: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
+        let mut ix = LexicalIndex::new();
+        for (d, t) in &docs {
+            ix.insert(*d, t);
+        }
+        let removed: Vec<u64> = removed.iter().filter_map(|i| docs.get(*i).map(|d| d.0)).collect();
+        for doc in &removed {
+            ix.remove(*doc, &docs[*doc as usize].1);
+        }
+        let floors = floors(&ix, &query, window);
+        let accept = |d: u64| d % modulus != 1;
+        let candidate = |d: u64| {
+            let mut terms = Vec::new();
+            each_term(&docs[d as usize].1, &mut String::new(), |x| terms.push(x.to_string()));
+            accept(d) && floors.iter().any(|(t, f)| d >= *f && terms.contains(t))
+        };
+        let want = full_ranking(&docs, &removed, &query, k, candidate);
+        let terms = query_terms(&query);
+        for how in [Loop::TwoPass, Loop::Merge] {
+            let got = if ix.is_empty() {
+                Vec::new()
+            } else {
+                ix.windowed_top_k_by(&terms, k, window, accept, how).0
+            };
+            prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>(), "{:?}", how);
+            for (h, w) in got.iter().zip(&want) {
+                prop_assert_eq!(h.score.to_bits(), w.1.to_bits());
+            }
+        }
+    }
+}
+
+/// On a store-like corpus a two-word query is ranked by the two-pass loop, with the merge's
+/// answer, scoring fewer documents; a long query whose frequent terms do not all fit the
+/// decoding budget falls back to the merge.
+#[test]
+fn the_two_pass_loop_ranks_when_every_term_is_decoded() {
+    let ix = zipf_corpus(60_000);
+    let terms = query_terms("w300 w907");
+    let (two, s2) = ix.windowed_top_k_by(&terms, 8, 1024, |_| true, Loop::TwoPass);
+    let (merged, sm) = ix.windowed_top_k_by(&terms, 8, 1024, |_| true, Loop::Merge);
+    assert_eq!(two.len(), 8);
+    assert_eq!(two, merged);
+    assert!(s2.two_pass && !sm.two_pass, "{s2:?} {sm:?}");
+    let mut long = zipf_corpus(40_000);
+    long.insert(40_000, "zzunique w1");
+    let query: Vec<String> = (0..48).map(|w| format!("w{w}")).collect();
+    let terms = query_terms(&format!("zzunique {}", query.join(" ")));
+    let (two, s2) = long.windowed_top_k_by(&terms, 8, 128, |_| true, Loop::TwoPass);
+    let (merged, _) = long.windowed_top_k_by(&terms, 8, 128, |_| true, Loop::Merge);
+    assert_eq!(two, merged);
+    assert!(!s2.two_pass, "{s2:?}");
 }
 
 /// With a window, the work per query stays bounded as the index grows.

@@ -35,6 +35,9 @@ pub struct TopKStats {
     /// Postings decoded into vectors (the windowed top-k's runs; bounded by a multiple of the
     /// windows whatever the query's length).
     pub postings_decoded: u64,
+    /// Whether the windowed top-k ranked in two passes (documents of several terms first,
+    /// then each window alone) rather than by a merge of the terms' postings.
+    pub two_pass: bool,
 }
 
 /// A query term's cursor over its posting list: the block it is in (shallow), the postings of

@@ -67,20 +67,32 @@ fn floor_at(blocks: &[Block], at: usize) -> u64 {
         .map_or(0, |b| b.last.saturating_add(1))
 }
 
+/// Which loop ranks the candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Loop {
+    /// [`super::two_pass`] when every term is decoded over the candidate range, else the merge.
+    TwoPass,
+    /// The merge of this module.
+    #[cfg_attr(not(test), allow(dead_code))] // Chosen by the tests, which run both loops.
+    Merge,
+}
+
 /// One query term.
-struct Term<'a> {
-    idf: f64,
+pub(super) struct Term<'a> {
+    pub(super) idf: f64,
     /// Documents below this are never candidates from this term (its window's floor).
-    floor: u64,
+    pub(super) floor: u64,
     /// The postings of the blocks from `region_start` on, decoded; those from `window_at` on
     /// are the window's.
-    postings: Vec<Posting>,
-    window_at: usize,
+    pub(super) postings: Vec<Posting>,
+    pub(super) window_at: usize,
+    /// The window's blocks (their postings are `postings[window_at..]`).
+    pub(super) window_blocks: &'a [Block],
     /// The first decoded posting at or after the last document looked up (documents ascend).
     pos: usize,
     /// Documents at or after this are answered by `postings`; below it, by probing
     /// `below_blocks`.
-    region_start: u64,
+    pub(super) region_start: u64,
     below_blocks: &'a [Block],
     /// The block below the region of the last probe, its bound (once asked), and a reader in
     /// it (once a probe needs its postings).
@@ -144,6 +156,7 @@ impl<'a> Term<'a> {
             floor,
             postings,
             window_at,
+            window_blocks: blocks.get(start..).unwrap_or(&[]),
             pos: 0,
             region_start: floor_at(blocks, from),
             below_blocks: blocks.get(..from).unwrap_or(&[]),
@@ -160,7 +173,7 @@ impl<'a> Term<'a> {
     /// The term's score in a document where it occurs `tf` times, of `len` terms: the same
     /// bits as [`Collection::term_score_normed`] with the document's norm.
     #[inline]
-    fn score(&mut self, col: &Collection, norms: &mut Norms, tf: u32, len: u32) -> f64 {
+    pub(super) fn score(&mut self, col: &Collection, norms: &mut Norms, tf: u32, len: u32) -> f64 {
         let slot = (tf < SCORED_TF && len < 256).then_some((tf as usize) << 8 | len as usize);
         match slot.and_then(|i| self.scores.get_mut(i)) {
             Some(s) if !s.is_nan() => *s,
@@ -280,7 +293,19 @@ impl LexicalIndex {
         terms: &[String],
         k: usize,
         window: usize,
+        accept: impl FnMut(u64) -> bool,
+    ) -> (Vec<Hit>, TopKStats) {
+        self.windowed_top_k_by(terms, k, window, accept, Loop::TwoPass)
+    }
+
+    /// [`LexicalIndex::windowed_top_k`] with the loop chosen (the tests run both).
+    pub(super) fn windowed_top_k_by(
+        &self,
+        terms: &[String],
+        k: usize,
+        window: usize,
         mut accept: impl FnMut(u64) -> bool,
+        how: Loop,
     ) -> (Vec<Hit>, TopKStats) {
         let mut stats = TopKStats::default();
         let col = self.collection();
@@ -338,6 +363,12 @@ impl LexicalIndex {
             .zip(starts.iter().zip(&from))
             .map(|(l, (&start, &from))| Term::new(l, &col, start, from, &mut stats))
             .collect();
+        if how == Loop::TwoPass
+            && let Some(hits) =
+                self.two_pass_top_k(&mut ts, &col, lowest, k, &mut accept, &mut stats)
+        {
+            return (hits, stats);
+        }
         let mut known = vec![Known::Absent; ts.len()];
         let mut contrib = vec![0.0f64; ts.len()];
         let mut present = vec![false; ts.len()];
