@@ -219,6 +219,56 @@ impl Block {
         }));
     }
 
+    /// Calls `f(doc, i)` with each posting's document and its place in the block, in order,
+    /// without decoding frequencies and lengths ([`Block::tf_len_at`] reads those of the few
+    /// postings a caller wants): the two-pass top-k reads most postings for their documents
+    /// alone (issue 17).
+    #[inline]
+    pub fn for_each_doc(&self, mut f: impl FnMut(u64, usize)) {
+        match self.widths {
+            [1, 1, 1] => self.docs_fixed::<1, 2>(&mut f),
+            [2, 1, 1] => self.docs_fixed::<2, 2>(&mut f),
+            [3, 1, 1] => self.docs_fixed::<3, 2>(&mut f),
+            [4, 1, 1] => self.docs_fixed::<4, 2>(&mut f),
+            [1, 1, 2] => self.docs_fixed::<1, 3>(&mut f),
+            [2, 1, 2] => self.docs_fixed::<2, 3>(&mut f),
+            [3, 1, 2] => self.docs_fixed::<3, 3>(&mut f),
+            [4, 1, 2] => self.docs_fixed::<4, 3>(&mut f),
+            _ => {
+                let mut all = Vec::with_capacity(self.count as usize);
+                self.decode_any(&mut all);
+                for (i, p) in all.iter().enumerate() {
+                    f(p.doc, i);
+                }
+            }
+        }
+    }
+
+    /// [`Block::for_each_doc`] for gaps of `G` bytes and `R` bytes of the rest of a posting.
+    #[inline(always)]
+    fn docs_fixed<const G: usize, const R: usize>(&self, f: &mut impl FnMut(u64, usize)) {
+        let mut doc = self.first;
+        for (i, c) in self.bytes.chunks_exact(G + R).enumerate() {
+            doc = doc.saturating_add(le::<G>(c));
+            f(doc, i);
+        }
+    }
+
+    /// The term frequency and document length of the posting at place `i` (`(0, 0)` past the
+    /// block's end), as [`Block::decode_extend`] reads them.
+    pub fn tf_len_at(&self, i: usize) -> (u32, u32) {
+        if i >= self.count as usize {
+            return (0, 0);
+        }
+        let [wg, wt, wl] = self.widths.map(usize::from);
+        let at = i * (wg + wt + wl);
+        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        (
+            small(load(&self.bytes, at + wg, mask(wt))),
+            small(load(&self.bytes, at + wg + wt, mask(wl))),
+        )
+    }
+
     /// A reader of the postings in place, at the first one ([`Reader`]).
     pub fn reader(&self) -> Reader<'_> {
         let [wg, wt, wl] = self.widths.map(usize::from);
@@ -391,7 +441,14 @@ mod tests {
             let (mut fast, mut any) = (vec![Posting::default()], vec![Posting::default()]);
             b.decode_extend(&mut fast);
             b.decode_any(&mut any);
-            proptest::prop_assert_eq!(fast, any);
+            proptest::prop_assert_eq!(&fast, &any);
+            // Documents alone, and each posting's frequency and length by its place.
+            let mut docs = vec![Posting::default()];
+            b.for_each_doc(|doc, i| {
+                let (tf, len) = b.tf_len_at(i);
+                docs.push(Posting { doc, tf, len });
+            });
+            proptest::prop_assert_eq!(docs, any);
         }
     }
 

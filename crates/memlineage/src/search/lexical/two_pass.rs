@@ -1,6 +1,6 @@
 //! The windowed top-k in two passes ([`LexicalIndex::two_pass_top_k`]), for a query whose
-//! terms are all decoded over the whole candidate range: first the documents that hold two
-//! or more query terms, then each term's window alone, block by block.
+//! terms' regions all cover the candidate range ([`two_pass_fits`]): first the documents that
+//! hold two or more query terms, then each term's window alone, block by block.
 //!
 //! **Why.** The merge of [`super::window`] walks the terms' postings together in document
 //! order, and on text whose terms are spread evenly almost every step is a branch the
@@ -12,31 +12,33 @@
 //! mark their documents over the candidate range in a bitmap, and a posting whose bit is
 //! already set is a document of two terms (the last term only looks) — and scored exactly:
 //! the last term's parts were read as it looked, the others' by one walk over their postings
-//! against the few documents found. The top k they fill gives a cut under which whole blocks
+//! against the few documents found. These passes read the blocks in place, the documents
+//! alone ([`Block::for_each_doc`]; a frequency and length only for a document found). The top k they fill gives a cut under which whole blocks
 //! of a window are passed on their bound alone (Ding & Suel 2011, block-max indexes), and the
-//! rest of each window is a straight walk where a document costs a load and a comparison.
+//! rest of each window is a straight walk over its decoded blocks where a document costs a
+//! load and a comparison.
 //! Every step is a load, a bit operation or a branch that is almost always taken the same way:
-//! at 10^6 the top-8 of a two-word query takes ≈ 8.5 µs instead of ≈ 28 µs
+//! at 10^6 the top-8 of a two-word query takes ≈ 7 µs instead of ≈ 28 µs
 //! (docs/performance.md, "Two passes instead of a merge").
 //!
 //! **Same answer.** The candidates are the same (a document in some term's window), split in
 //! two disjoint sets: those that two or more terms hold (every term's postings over the
-//! candidate range are decoded, so the bitmap knows them all) and those that one term holds
+//! candidate range are read, so the bitmap knows them all) and those that one term holds
 //! (its score is that term's alone). Scores are summed in query order as the merge sums them,
 //! and the top k keeps the higher score, then the lower document, whatever order documents
 //! arrive in. The property tests compare both loops with a full ranking of the candidates.
 
-use super::block::Posting;
+use super::block::{Block, Posting};
 use super::bm25::Collection;
-use super::index::LexicalIndex;
+use super::index::{LexicalIndex, PostingList};
 use super::topk::{Hit, Norms, TopKStats, Weakest, slack};
-use super::window::Term;
+use super::window::{Term, floor_at};
 use std::cell::RefCell;
 use std::collections::BinaryHeap;
 
-/// The most bitmap words per decoded posting (plus [`SPARSE_WORDS`]) for which the two-pass
-/// loop runs: past it the candidate range is mostly empty (a rare term's window reaching far
-/// back) and clearing the bitmap would cost more than the merge.
+/// The most bitmap words per posting of the terms' regions (plus [`SPARSE_WORDS`]) for which
+/// the two-pass loop runs: past it the candidate range is mostly empty (a rare term's window
+/// reaching far back) and clearing the bitmap would cost more than the merge.
 const WORDS_PER_POSTING: u64 = 8;
 /// See [`WORDS_PER_POSTING`].
 const SPARSE_WORDS: u64 = 1024;
@@ -51,20 +53,28 @@ thread_local! {
     static BITS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Marks the documents of `postings` (at or after `lowest`) in `bits`, a bitmap that starts
-/// at `lowest`, and adds to `multi` those already marked (by another term).
-fn mark_seen(postings: &[Posting], bits: &mut [u64], lowest: u64, multi: &mut Vec<u64>) {
-    for p in postings {
-        let off = p.doc.wrapping_sub(lowest);
-        let b = 1u64 << (off & 63);
-        // The word fits a usize: the caller sized the bitmap from the same documents.
-        if let Some(x) = bits.get_mut((off >> 6) as usize) {
-            if *x & b != 0 {
-                multi.push(p.doc);
-            }
-            *x |= b;
+/// The words of the bitmap over the candidate range from `lowest` when the two-pass loop can
+/// rank these terms: every term's region (its blocks from `from`) starts at or below `lowest`
+/// — so the region holds every posting of the term in a candidate — and the range is dense
+/// enough. `None`: the merge ranks.
+pub(super) fn two_pass_fits(lists: &[&PostingList], from: &[usize], lowest: u64) -> Option<usize> {
+    let mut end: Option<u64> = None;
+    let mut postings = 0u64;
+    for (l, &f) in lists.iter().zip(from) {
+        if floor_at(&l.blocks, f) > lowest {
+            return None;
+        }
+        let region = l.blocks.get(f..).unwrap_or(&[]);
+        postings += region.iter().map(|b| u64::from(b.count)).sum::<u64>();
+        if let Some(b) = region.last() {
+            end = Some(end.map_or(b.last, |e| e.max(b.last)));
         }
     }
+    let words = (end?.checked_sub(lowest)? >> 6) + 1;
+    if words > WORDS_PER_POSTING.saturating_mul(postings) + SPARSE_WORDS {
+        return None;
+    }
+    usize::try_from(words).ok()
 }
 
 /// A term's posting in a document of several query terms.
@@ -97,6 +107,12 @@ impl<'a> Ascending<'a> {
     }
 }
 
+/// The blocks of `region` that hold documents at or after `lowest`.
+fn from_lowest(region: &[Block], lowest: u64) -> &[Block] {
+    let at = region.partition_point(|b| b.last < lowest);
+    region.get(at..).unwrap_or(&[])
+}
+
 /// The best `k` so far: the higher score, then the lower document, in any arrival order.
 struct Best {
     heap: BinaryHeap<Weakest>,
@@ -113,6 +129,10 @@ impl Best {
             k,
             cut: f64::NEG_INFINITY,
         }
+    }
+
+    fn full(&self) -> bool {
+        self.heap.len() == self.k
     }
 
     /// Whether `hit` would enter: the top k is not full, or it beats the weakest.
@@ -135,53 +155,32 @@ impl Best {
 }
 
 impl LexicalIndex {
-    /// The windowed top-k in two passes (see the module docs), or `None` when a term is not
-    /// decoded over the whole candidate range from `lowest` (it is probed below its region:
-    /// the merge handles that) or the range is too sparse for a bitmap.
+    /// The windowed top-k in two passes (see the module docs) over terms whose regions reach
+    /// `lowest` (read in place, not decoded), with a bitmap of `words` words
+    /// ([`two_pass_fits`]).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn two_pass_top_k(
         &self,
         ts: &mut [Term<'_>],
         col: &Collection,
         lowest: u64,
+        words: usize,
         k: usize,
         accept: &mut impl FnMut(u64) -> bool,
         stats: &mut TopKStats,
-    ) -> Option<Vec<Hit>> {
-        if ts.iter().any(|t| t.region_start > lowest) {
-            return None;
-        }
-        // Each term's postings from the lowest candidate on.
-        let from: Vec<usize> = ts
-            .iter()
-            .map(|t| t.postings.partition_point(|p| p.doc < lowest))
-            .collect();
-        let end = ts
-            .iter()
-            .filter_map(|t| t.postings.last())
-            .map(|p| p.doc)
-            .max()?;
-        let decoded: u64 = ts
-            .iter()
-            .zip(&from)
-            .map(|(t, f)| (t.postings.len() - f) as u64)
-            .sum();
-        let words = (end.checked_sub(lowest)? >> 6) + 1;
-        if words > WORDS_PER_POSTING.saturating_mul(decoded) + SPARSE_WORDS {
-            return None;
-        }
-        let words = usize::try_from(words).ok()?;
+    ) -> Vec<Hit> {
         stats.two_pass = true;
         if words > KEPT_WORDS {
             let mut bits = vec![0u64; words];
-            return Some(self.two_pass_in(ts, &from, col, lowest, k, accept, stats, &mut bits));
+            return self.two_pass_in(ts, col, lowest, k, accept, stats, &mut bits);
         }
         BITS.with(|cell| {
             let mut bits = cell.borrow_mut();
             if bits.len() < words {
                 bits.resize(words, 0);
             }
-            let bits = &mut bits[..words];
-            Some(self.two_pass_in(ts, &from, col, lowest, k, accept, stats, bits))
+            let bits = bits.get_mut(..words).unwrap_or(&mut []);
+            self.two_pass_in(ts, col, lowest, k, accept, stats, bits)
         })
     }
 
@@ -189,7 +188,6 @@ impl LexicalIndex {
     fn two_pass_in(
         &self,
         ts: &mut [Term<'_>],
-        from: &[usize],
         col: &Collection,
         lowest: u64,
         k: usize,
@@ -197,60 +195,86 @@ impl LexicalIndex {
         stats: &mut TopKStats,
         bits: &mut [u64],
     ) -> Vec<Hit> {
+        // Each term's blocks that hold candidates' postings.
+        let regions: Vec<&[Block]> = ts
+            .iter()
+            .map(|t| from_lowest(t.region_blocks, lowest))
+            .collect();
+        for r in &regions {
+            stats.blocks_decoded += r.len() as u64;
+            stats.postings_decoded += r.iter().map(|b| u64::from(b.count)).sum::<u64>();
+        }
         // 1. The documents of two or more terms: the terms from the fewest postings to the
         // most, each marking its documents in the bitmap and finding those already marked by
-        // an earlier one; the last only looks (and keeps its part of what it finds).
-        // (A query of one term has none: its window is all there is.)
+        // an earlier one; the last only looks (and keeps its part of what it finds). A query
+        // of one term has none: its window is all there is.
         let mut order: Vec<usize> = if ts.len() > 1 {
             (0..ts.len()).collect()
         } else {
             Vec::new()
         };
-        order.sort_by_key(|&i| ts.get(i).map_or(0, |t| t.postings.len()));
-        if !order.is_empty() {
-            bits.fill(0);
-        }
+        order.sort_by_key(|&i| {
+            regions
+                .get(i)
+                .map_or(0, |r| r.iter().map(|b| b.count).sum::<u32>())
+        });
         let mut multi: Vec<u64> = Vec::new();
         let mut parts: Vec<Part> = Vec::new();
         if let Some((&last, marking)) = order.split_last() {
+            bits.fill(0);
+            // A document below `lowest` wraps to a word far past the bitmap: no word.
+            let slot = |doc: u64| {
+                let off = doc.wrapping_sub(lowest);
+                (
+                    usize::try_from(off >> 6).unwrap_or(usize::MAX),
+                    1u64 << (off & 63),
+                )
+            };
             for &i in marking {
-                mark_seen(
-                    ts[i].postings.get(from[i]..).unwrap_or(&[]),
-                    bits,
-                    lowest,
-                    &mut multi,
-                );
-            }
-            for p in ts[last].postings.get(from[last]..).unwrap_or(&[]) {
-                let off = p.doc.wrapping_sub(lowest);
-                // The word fits a usize: the bitmap was sized from these documents.
-                if bits
-                    .get((off >> 6) as usize)
-                    .is_some_and(|x| x & (1u64 << (off & 63)) != 0)
-                {
-                    multi.push(p.doc);
-                    parts.push(Part {
-                        doc: p.doc,
-                        term: last,
-                        tf: p.tf,
-                        len: p.len,
+                for b in regions[i] {
+                    b.for_each_doc(|doc, _| {
+                        let (w, bit) = slot(doc);
+                        if let Some(x) = bits.get_mut(w) {
+                            if *x & bit != 0 {
+                                multi.push(doc);
+                            }
+                            *x |= bit;
+                        }
                     });
                 }
+            }
+            for b in regions[last] {
+                b.for_each_doc(|doc, j| {
+                    let (w, bit) = slot(doc);
+                    if bits.get(w).is_some_and(|x| x & bit != 0) {
+                        multi.push(doc);
+                        let (tf, len) = b.tf_len_at(j);
+                        parts.push(Part {
+                            doc,
+                            term: last,
+                            tf,
+                            len,
+                        });
+                    }
+                });
             }
             multi.sort_unstable();
             multi.dedup();
             // The other terms' parts of those documents.
             for &i in marking {
                 let mut several = Ascending::new(&multi);
-                for p in ts[i].postings.get(from[i]..).unwrap_or(&[]) {
-                    if several.holds(p.doc) {
-                        parts.push(Part {
-                            doc: p.doc,
-                            term: i,
-                            tf: p.tf,
-                            len: p.len,
-                        });
-                    }
+                for b in regions[i] {
+                    b.for_each_doc(|doc, j| {
+                        if several.holds(doc) {
+                            let (tf, len) = b.tf_len_at(j);
+                            parts.push(Part {
+                                doc,
+                                term: i,
+                                tf,
+                                len,
+                            });
+                        }
+                    });
                 }
             }
         }
@@ -260,22 +284,19 @@ impl LexicalIndex {
             self.score_multi(ts, col, parts, &mut norms, &mut best, accept, stats);
         }
         // 2. Each window alone: a document that only this term holds scores this term's score.
+        // A block that may hold an entering document is decoded whole (most of its postings
+        // are then scored).
+        let mut block: Vec<Posting> = Vec::with_capacity(128);
         for t in ts.iter_mut() {
-            // Taken out while the term keeps its scores; put back below.
-            let postings = std::mem::take(&mut t.postings);
             let mut several = Ascending::new(&multi);
-            let mut at = t.window_at;
-            for b in t.window_blocks {
-                let n = b.count as usize;
-                let span = at..at + n;
-                at += n;
-                if best.heap.len() == k && col.bound(t.idf, b.max_tf, b.min_len) < best.cut {
+            let window: &[Block] = t.window_blocks;
+            for b in window {
+                if best.full() && col.bound(t.idf, b.max_tf, b.min_len) < best.cut {
                     continue;
                 }
-                let Some(ps) = postings.get(span) else {
-                    break;
-                };
-                for &Posting { doc, tf, len } in ps {
+                block.clear();
+                b.decode_extend(&mut block);
+                for &Posting { doc, tf, len } in &block {
                     if several.holds(doc) {
                         continue;
                     }
@@ -288,7 +309,6 @@ impl LexicalIndex {
                     }
                 }
             }
-            t.postings = postings;
         }
         let mut hits: Vec<Hit> = best.heap.into_iter().map(|w| w.0).collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));

@@ -39,6 +39,7 @@ use super::block::{Block, Posting, Reader};
 use super::bm25::Collection;
 use super::index::{LexicalIndex, PostingList};
 use super::topk::{Hit, Norms, TopKStats, Weakest, slack};
+use super::two_pass::two_pass_fits;
 use std::collections::BinaryHeap;
 
 /// The postings a query may decode besides its windows, in multiples of the windows' postings
@@ -61,7 +62,7 @@ fn window_start(blocks: &[Block], window: usize) -> usize {
 
 /// The first document after block `at - 1` (0 for the first block): no document between it and
 /// block `at`'s first holds the term.
-fn floor_at(blocks: &[Block], at: usize) -> u64 {
+pub(super) fn floor_at(blocks: &[Block], at: usize) -> u64 {
     at.checked_sub(1)
         .and_then(|i| blocks.get(i))
         .map_or(0, |b| b.last.saturating_add(1))
@@ -88,6 +89,9 @@ pub(super) struct Term<'a> {
     pub(super) window_at: usize,
     /// The window's blocks (their postings are `postings[window_at..]`).
     pub(super) window_blocks: &'a [Block],
+    /// The blocks from `region_start` on (decoded into `postings` for the merge; read in
+    /// place by the two-pass loop, which leaves `postings` empty).
+    pub(super) region_blocks: &'a [Block],
     /// The first decoded posting at or after the last document looked up (documents ascend).
     pos: usize,
     /// Documents at or after this are answered by `postings`; below it, by probing
@@ -126,24 +130,29 @@ enum Known {
 }
 
 impl<'a> Term<'a> {
-    /// The term's window, decoded from block `from` on (`from` is at most the window's start).
+    /// The term's window, its region from block `from` on (`from` is at most the window's
+    /// start), decoded when `decode` (the merge's terms; the two-pass loop reads in place).
     fn new(
         list: &'a PostingList,
         col: &Collection,
         start: usize,
         from: usize,
+        decode: bool,
         stats: &mut TopKStats,
     ) -> Self {
         let blocks = &list.blocks[..];
         let idf = col.idf(list.df);
         let floor = floor_at(blocks, start);
         let decoded = blocks.get(from..).unwrap_or(&[]);
-        let mut postings = Vec::with_capacity(decoded.iter().map(|b| b.count as usize).sum());
-        for b in decoded {
-            b.decode_extend(&mut postings);
+        let mut postings = Vec::new();
+        if decode {
+            postings.reserve_exact(decoded.iter().map(|b| b.count as usize).sum());
+            for b in decoded {
+                b.decode_extend(&mut postings);
+            }
+            stats.blocks_decoded += decoded.len() as u64;
+            stats.postings_decoded += postings.len() as u64;
         }
-        stats.blocks_decoded += decoded.len() as u64;
-        stats.postings_decoded += postings.len() as u64;
         let window_at = postings.partition_point(|p| p.doc < floor);
         let window_bound = blocks
             .get(start..)
@@ -157,6 +166,7 @@ impl<'a> Term<'a> {
             postings,
             window_at,
             window_blocks: blocks.get(start..).unwrap_or(&[]),
+            region_blocks: decoded,
             pos: 0,
             region_start: floor_at(blocks, from),
             below_blocks: blocks.get(..from).unwrap_or(&[]),
@@ -358,15 +368,19 @@ impl LexicalIndex {
                 from[i] = at;
             }
         }
+        let words = (how == Loop::TwoPass)
+            .then(|| two_pass_fits(&lists, &from, lowest))
+            .flatten();
         let mut ts: Vec<Term<'_>> = lists
             .iter()
             .zip(starts.iter().zip(&from))
-            .map(|(l, (&start, &from))| Term::new(l, &col, start, from, &mut stats))
+            .map(|(l, (&start, &from))| {
+                Term::new(l, &col, start, from, words.is_none(), &mut stats)
+            })
             .collect();
-        if how == Loop::TwoPass
-            && let Some(hits) =
-                self.two_pass_top_k(&mut ts, &col, lowest, k, &mut accept, &mut stats)
-        {
+        if let Some(words) = words {
+            let hits =
+                self.two_pass_top_k(&mut ts, &col, lowest, words, k, &mut accept, &mut stats);
             return (hits, stats);
         }
         let mut known = vec![Known::Absent; ts.len()];
