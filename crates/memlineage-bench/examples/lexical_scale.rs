@@ -13,6 +13,8 @@
 //! `MEMLINEAGE_LEXICAL_WINDOW=<postings>` ranks with another window than `CANDIDATE_WINDOW`.
 //! `MEMLINEAGE_LEXICAL_LOOP=<seconds>` instead runs the windowed top-k alone at `MAX_N` for
 //! that long once the index is built, for a sampling profiler (`perf record`);
+//! `MEMLINEAGE_LEXICAL_FREQUENT=<n>` replaces the queries by one of the workload's `n` most
+//! frequent words (documents of several query terms are then the rule, not the exception).
 //! `MEMLINEAGE_LEXICAL_QUERIES=<count>` runs that many queries and prints the time per query
 //! the thread spent on a CPU (`/proc/thread-self/schedstat`) beside the wall time: on a
 //! machine shared with other builds the scheduler inflates the wall time, not the time on
@@ -30,7 +32,18 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let qs = queries();
+    let qs = match std::env::var("MEMLINEAGE_LEXICAL_FREQUENT")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+    {
+        Some(n) => vec![
+            (0..n)
+                .map(memlineage_bench::fixtures::word)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ],
+        None => queries(),
+    };
     let window: usize = std::env::var("MEMLINEAGE_LEXICAL_WINDOW")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -142,8 +142,10 @@ proptest! {
         let want = full_ranking(&docs, &[], &query, k, candidate);
         let got = ix.top_k_within(&query, k, window, |_| true);
         prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>());
-        let merged = ix.windowed_top_k_by(&query_terms(&query), k, window, |_| true, Loop::Merge).0;
-        prop_assert_eq!(merged, got);
+        for how in [Loop::Merge, Loop::TwoPassAlways] {
+            let other = ix.windowed_top_k_by(&query_terms(&query), k, window, |_| true, how).0;
+            prop_assert_eq!(&other, &got, "{:?}", how);
+        }
     }
 }
 
@@ -203,8 +205,10 @@ proptest! {
         for (h, w) in got.iter().zip(&want) {
             prop_assert_eq!(h.score.to_bits(), w.1.to_bits());
         }
-        let merged = ix.windowed_top_k_by(&query_terms(&query), k, window, accept, Loop::Merge).0;
-        prop_assert_eq!(merged, got);
+        for how in [Loop::Merge, Loop::TwoPassAlways] {
+            let other = ix.windowed_top_k_by(&query_terms(&query), k, window, accept, how).0;
+            prop_assert_eq!(&other, &got, "{:?}", how);
+        }
     }
 }
 
@@ -254,7 +258,7 @@ proptest! {
         };
         let want = full_ranking(&docs, &removed, &query, k, candidate);
         let terms = query_terms(&query);
-        for how in [Loop::TwoPass, Loop::Merge] {
+        for how in [Loop::TwoPass, Loop::Merge, Loop::TwoPassAlways] {
             let got = if ix.is_empty() {
                 Vec::new()
             } else {
@@ -280,6 +284,16 @@ fn the_two_pass_loop_ranks_when_every_term_is_decoded() {
     assert_eq!(two.len(), 8);
     assert_eq!(two, merged);
     assert!(s2.two_pass && !sm.two_pass, "{s2:?} {sm:?}");
+    // Words that meet in most documents: the merge ranks (its bounds skip most of them);
+    // forced, the two-pass loop gives the same answer.
+    let frequent = query_terms("w0 w1 w2");
+    let (auto, sa) = ix.windowed_top_k_by(&frequent, 8, 1024, |_| true, Loop::TwoPass);
+    let (merged, _) = ix.windowed_top_k_by(&frequent, 8, 1024, |_| true, Loop::Merge);
+    let (forced, sf) = ix.windowed_top_k_by(&frequent, 8, 1024, |_| true, Loop::TwoPassAlways);
+    assert_eq!(auto.len(), 8);
+    assert_eq!(auto, merged);
+    assert_eq!(forced, merged);
+    assert!(!sa.two_pass && sf.two_pass, "{sa:?} {sf:?}");
     let mut long = zipf_corpus(40_000);
     long.insert(40_000, "zzunique w1");
     let query: Vec<String> = (0..48).map(|w| format!("w{w}")).collect();
@@ -399,4 +413,19 @@ fn a_common_term_is_only_probed() {
         stats.blocks_decoded * 2 < blocks,
         "{stats:?} of {blocks} blocks"
     );
+}
+
+/// A caller's filter that searches again on the same thread (the two-pass loop keeps a bitmap
+/// per thread) gets the same answers as without nesting.
+#[test]
+fn a_search_inside_the_filter_is_answered_alike() {
+    let ix = zipf_corpus(30_000);
+    let plain = ix.top_k_within("w300 w907", 8, 1024, |_| true);
+    let inner = ix.top_k_within("w41 w77", 8, 1024, |_| true);
+    let nested = ix.top_k_within("w300 w907", 8, 1024, |_| {
+        assert_eq!(ix.top_k_within("w41 w77", 8, 1024, |_| true), inner);
+        true
+    });
+    assert_eq!(nested, plain);
+    assert_eq!(ix.top_k_within("w41 w77", 8, 1024, |_| true), inner);
 }

@@ -76,6 +76,10 @@ pub(super) enum Loop {
     /// The merge of this module.
     #[cfg_attr(not(test), allow(dead_code))] // Chosen by the tests, which run both loops.
     Merge,
+    /// [`super::two_pass`] whenever every term's region covers the candidate range, however
+    /// often the terms meet (the tests, so that the two-pass loop ranks every case).
+    #[cfg_attr(not(test), allow(dead_code))]
+    TwoPassAlways,
 }
 
 /// One query term.
@@ -178,6 +182,23 @@ impl<'a> Term<'a> {
             skipped: false,
             scores: vec![f64::NAN; SCORED_TF as usize * 256],
         }
+    }
+
+    /// Decodes the term's region into `postings` (a term made for the two-pass loop, which
+    /// handed the query to the merge).
+    fn decode_region(&mut self, stats: &mut TopKStats) {
+        if !self.postings.is_empty() {
+            return;
+        }
+        let decoded = self.region_blocks;
+        self.postings
+            .reserve_exact(decoded.iter().map(|b| b.count as usize).sum());
+        for b in decoded {
+            b.decode_extend(&mut self.postings);
+        }
+        stats.blocks_decoded += decoded.len() as u64;
+        stats.postings_decoded += self.postings.len() as u64;
+        self.window_at = self.postings.partition_point(|p| p.doc < self.floor);
     }
 
     /// The term's score in a document where it occurs `tf` times, of `len` terms: the same
@@ -368,8 +389,9 @@ impl LexicalIndex {
                 from[i] = at;
             }
         }
-        let words = (how == Loop::TwoPass)
-            .then(|| two_pass_fits(&lists, &from, lowest))
+        let always = how == Loop::TwoPassAlways;
+        let words = (how != Loop::Merge)
+            .then(|| two_pass_fits(&lists, &from, lowest, always))
             .flatten();
         let mut ts: Vec<Term<'_>> = lists
             .iter()
@@ -379,9 +401,22 @@ impl LexicalIndex {
             })
             .collect();
         if let Some(words) = words {
-            let hits =
-                self.two_pass_top_k(&mut ts, &col, lowest, words, k, &mut accept, &mut stats);
-            return (hits, stats);
+            if let Some(hits) = self.two_pass_top_k(
+                &mut ts,
+                &col,
+                lowest,
+                words,
+                always,
+                k,
+                &mut accept,
+                &mut stats,
+            ) {
+                return (hits, stats);
+            }
+            // Documents of several terms are common: the merge ranks, over decoded regions.
+            for t in &mut ts {
+                t.decode_region(&mut stats);
+            }
         }
         let mut known = vec![Known::Absent; ts.len()];
         let mut contrib = vec![0.0f64; ts.len()];
