@@ -27,7 +27,7 @@
 //! them: before the pass when terms spread independently over the range would already meet
 //! too often ([`two_pass_fits`]), and during it when they turn out to ([`SEVERAL_PER_POSTINGS`];
 //! the merge then decodes the regions). Measured at 10^6 on queries of the 2, 4, 8 and 16 most
-//! frequent words, the two-pass loop alone took 1.1–7× the merge's time; with the hand-over,
+//! frequent words, the two-pass loop alone took 3–7× the merge's time; with the hand-over,
 //! the same as the merge.
 //!
 //! **Same answer.** The candidates are the same (a document in some term's window), split in
@@ -56,7 +56,7 @@ const SPARSE_WORDS: u64 = 1024;
 /// [`SEVERAL_AT_LEAST`]) hand the query to the merge: on text where query terms occur together
 /// (frequent words) the first pass would score most candidates without a bound, where the
 /// merge's bounds skip them (measured at 10^6 on queries of the 2 to 16 most frequent words:
-/// the two-pass loop 1.1–7× slower than the merge there, 3.3× faster on the scale run's
+/// the two-pass loop alone 3–7× slower than the merge there, ≈ 4× faster on the scale run's
 /// queries, whose terms meet in ≈ 1 % of the candidates).
 const SEVERAL_PER_POSTINGS: u64 = 16;
 /// See [`SEVERAL_PER_POSTINGS`].

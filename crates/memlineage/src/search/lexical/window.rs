@@ -71,7 +71,8 @@ pub(super) fn floor_at(blocks: &[Block], at: usize) -> u64 {
 /// Which loop ranks the candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Loop {
-    /// [`super::two_pass`] when every term is decoded over the candidate range, else the merge.
+    /// [`super::two_pass`] when every term's region covers the candidate range and the terms
+    /// meet rarely, else the merge.
     TwoPass,
     /// The merge of this module.
     #[cfg_attr(not(test), allow(dead_code))] // Chosen by the tests, which run both loops.
