@@ -169,6 +169,45 @@ fn floors(ix: &LexicalIndex, query: &str, window: usize) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The index of `texts` less the `removed` ones (positions), and the full ranking of the
+/// windowed top-k's candidates for `query` that `accept` lets through: the documents that
+/// hold a query term among its last blocks of `window` postings.
+fn windowed_case(
+    texts: Vec<String>,
+    removed: &[usize],
+    query: &str,
+    k: usize,
+    window: usize,
+    accept: impl Fn(u64) -> bool,
+) -> (LexicalIndex, Vec<(u64, f64)>) {
+    let docs: Vec<(u64, String)> = texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (i as u64, t))
+        .collect();
+    let mut ix = LexicalIndex::new();
+    for (d, t) in &docs {
+        ix.insert(*d, t);
+    }
+    let removed: Vec<u64> = removed
+        .iter()
+        .filter_map(|i| docs.get(*i).map(|d| d.0))
+        .collect();
+    for doc in &removed {
+        ix.remove(*doc, &docs[*doc as usize].1);
+    }
+    let floors = floors(&ix, query, window);
+    let candidate = |d: u64| {
+        let mut terms = Vec::new();
+        each_term(&docs[d as usize].1, &mut String::new(), |x| {
+            terms.push(x.to_string())
+        });
+        accept(d) && floors.iter().any(|(t, f)| d >= *f && terms.contains(t))
+    };
+    let want = full_ranking(&docs, &removed, query, k, candidate);
+    (ix, want)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(150))]
 
@@ -183,23 +222,8 @@ proptest! {
         window in 1usize..400,
         modulus in 1u64..4,
     ) {
-        let docs: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
-        let mut ix = LexicalIndex::new();
-        for (d, t) in &docs {
-            ix.insert(*d, t);
-        }
-        let removed: Vec<u64> = removed.iter().filter_map(|i| docs.get(*i).map(|d| d.0)).collect();
-        for doc in &removed {
-            ix.remove(*doc, &docs[*doc as usize].1);
-        }
-        let floors = floors(&ix, &query, window);
         let accept = |d: u64| d % modulus != 1;
-        let candidate = |d: u64| {
-            let mut terms = Vec::new();
-            each_term(&docs[d as usize].1, &mut String::new(), |x| terms.push(x.to_string()));
-            accept(d) && floors.iter().any(|(t, f)| d >= *f && terms.contains(t))
-        };
-        let want = full_ranking(&docs, &removed, &query, k, candidate);
+        let (ix, want) = windowed_case(texts, &removed, &query, k, window, accept);
         let got = ix.top_k_within(&query, k, window, accept);
         prop_assert_eq!(got.iter().map(|h| h.doc).collect::<Vec<_>>(), want.iter().map(|w| w.0).collect::<Vec<_>>());
         for (h, w) in got.iter().zip(&want) {
@@ -240,23 +264,8 @@ proptest! {
         modulus in 1u64..4,
     ) {
         let query = query.iter().map(|w| format!("w{w}")).collect::<Vec<_>>().join(" ");
-        let docs: Vec<(u64, String)> = texts.into_iter().enumerate().map(|(i, t)| (i as u64, t)).collect();
-        let mut ix = LexicalIndex::new();
-        for (d, t) in &docs {
-            ix.insert(*d, t);
-        }
-        let removed: Vec<u64> = removed.iter().filter_map(|i| docs.get(*i).map(|d| d.0)).collect();
-        for doc in &removed {
-            ix.remove(*doc, &docs[*doc as usize].1);
-        }
-        let floors = floors(&ix, &query, window);
         let accept = |d: u64| d % modulus != 1;
-        let candidate = |d: u64| {
-            let mut terms = Vec::new();
-            each_term(&docs[d as usize].1, &mut String::new(), |x| terms.push(x.to_string()));
-            accept(d) && floors.iter().any(|(t, f)| d >= *f && terms.contains(t))
-        };
-        let want = full_ranking(&docs, &removed, &query, k, candidate);
+        let (ix, want) = windowed_case(texts, &removed, &query, k, window, accept);
         let terms = query_terms(&query);
         for how in [Loop::TwoPass, Loop::Merge, Loop::TwoPassAlways] {
             let got = if ix.is_empty() {

@@ -186,6 +186,14 @@ impl Best {
         self.heap.len() < self.k || self.heap.peek().is_some_and(|w| Weakest(hit) < *w)
     }
 
+    /// Takes `hit` when it would enter and its document is live (a forgotten entry is never
+    /// returned) and accepted by the caller's filter — asked only then, as the merge asks.
+    fn offer(&mut self, hit: Hit, admit: impl FnOnce(u64) -> bool) {
+        if self.would_enter(hit) && admit(hit.doc) {
+            self.push(hit);
+        }
+    }
+
     fn push(&mut self, hit: Hit) {
         self.heap.push(Weakest(hit));
         if self.heap.len() > self.k {
@@ -276,22 +284,19 @@ impl LexicalIndex {
         // most, each marking its documents in the bitmap and finding those already marked by
         // an earlier one; the last only looks (and keeps its part of what it finds). A query
         // of one term has none: its window is all there is.
+        let held: Vec<u64> = regions
+            .iter()
+            .map(|r| r.iter().map(|b| u64::from(b.count)).sum())
+            .collect();
+        let postings: u64 = held.iter().sum();
         let mut order: Vec<usize> = if ts.len() > 1 {
             (0..ts.len()).collect()
         } else {
             Vec::new()
         };
-        order.sort_by_key(|&i| {
-            regions
-                .get(i)
-                .map_or(0, |r| r.iter().map(|b| b.count).sum::<u32>())
-        });
+        order.sort_by_key(|&i| held.get(i).copied().unwrap_or(0));
         let mut multi: Vec<u64> = Vec::new();
         let mut parts: Vec<Part> = Vec::new();
-        let postings: u64 = regions
-            .iter()
-            .map(|r| r.iter().map(|b| u64::from(b.count)).sum::<u64>())
-            .sum();
         let too_many = if always {
             usize::MAX
         } else {
@@ -385,11 +390,7 @@ impl LexicalIndex {
                     }
                     let score = t.score(col, &mut norms, tf, len);
                     stats.docs_scored += 1;
-                    let hit = Hit { doc, score };
-                    // Removed (a forgotten entry): never returned.
-                    if best.would_enter(hit) && self.doc(doc).is_some() && accept(doc) {
-                        best.push(hit);
-                    }
+                    best.offer(Hit { doc, score }, |d| self.doc(d).is_some() && accept(d));
                 }
             }
         }
@@ -434,10 +435,7 @@ impl LexicalIndex {
                 }
             }
             stats.docs_scored += 1;
-            let hit = Hit { doc, score };
-            if best.would_enter(hit) && self.doc(doc).is_some() && accept(doc) {
-                best.push(hit);
-            }
+            best.offer(Hit { doc, score }, |d| self.doc(d).is_some() && accept(d));
         }
     }
 }

@@ -148,30 +148,19 @@ impl<'a> Term<'a> {
         let blocks = &list.blocks[..];
         let idf = col.idf(list.df);
         let floor = floor_at(blocks, start);
-        let decoded = blocks.get(from..).unwrap_or(&[]);
-        let mut postings = Vec::new();
-        if decode {
-            postings.reserve_exact(decoded.iter().map(|b| b.count as usize).sum());
-            for b in decoded {
-                b.decode_extend(&mut postings);
-            }
-            stats.blocks_decoded += decoded.len() as u64;
-            stats.postings_decoded += postings.len() as u64;
-        }
-        let window_at = postings.partition_point(|p| p.doc < floor);
         let window_bound = blocks
             .get(start..)
             .unwrap_or(&[])
             .iter()
             .map(|b| col.bound(idf, b.max_tf, b.min_len))
             .fold(0.0, f64::max);
-        Term {
+        let mut term = Term {
             idf,
             floor,
-            postings,
-            window_at,
+            postings: Vec::new(),
+            window_at: 0,
             window_blocks: blocks.get(start..).unwrap_or(&[]),
-            region_blocks: decoded,
+            region_blocks: blocks.get(from..).unwrap_or(&[]),
             pos: 0,
             region_start: floor_at(blocks, from),
             below_blocks: blocks.get(..from).unwrap_or(&[]),
@@ -182,11 +171,15 @@ impl<'a> Term<'a> {
             list_bound: col.bound(idf, list.max_tf, list.min_len),
             skipped: false,
             scores: vec![f64::NAN; SCORED_TF as usize * 256],
+        };
+        if decode {
+            term.decode_region(stats);
         }
+        term
     }
 
-    /// Decodes the term's region into `postings` (a term made for the two-pass loop, which
-    /// handed the query to the merge).
+    /// Decodes the term's region into `postings` (the merge's terms, and those made for the
+    /// two-pass loop when it hands the query to the merge).
     fn decode_region(&mut self, stats: &mut TopKStats) {
         if !self.postings.is_empty() {
             return;
