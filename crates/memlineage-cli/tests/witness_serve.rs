@@ -1,7 +1,8 @@
 //! `memlineage witness serve` and `memlineage checkpoint` with witnesses given as HTTP URLs, as
 //! a user runs them: the real binary serving a witness on a loopback port (C2SP tlog-witness),
 //! a log whose `witnesses.policy` names it and a witness nobody serves; plain `checkpoint`
-//! submits to both, reports each, and the k-of-n policy decides the exit status.
+//! submits to both, reports each, and the k-of-n policy decides the exit status; a witness
+//! serving HTTPS under a private CA, reached with `checkpoint --witness-ca` only.
 #![cfg(all(unix, feature = "server", feature = "witness-http"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -38,17 +39,23 @@ fn witness(store: &Store, dir: &str, name: &str) -> String {
 }
 
 fn serve(store: &Store, dir: &str) -> Serving {
+    serve_with(store, dir, &[])
+}
+
+fn serve_with(store: &Store, dir: &str, extra: &[&str]) -> Serving {
     let log = std::fs::File::create(format!("{dir}.log")).unwrap();
+    let mut args = vec![
+        "--json",
+        "witness",
+        "serve",
+        "--dir",
+        dir,
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(extra);
     let mut child = store
-        .cmd(&[
-            "--json",
-            "witness",
-            "serve",
-            "--dir",
-            dir,
-            "--listen",
-            "127.0.0.1:0",
-        ])
+        .cmd(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log))
@@ -59,10 +66,85 @@ fn serve(store: &Store, dir: &str) -> Serving {
         .read_line(&mut line)
         .unwrap();
     let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    let scheme = if v["tls"] == true { "https" } else { "http" };
+    let addr: std::net::SocketAddr = v["listening"].as_str().unwrap().parse().unwrap();
     Serving {
         child,
-        url: format!("http://{}", v["listening"].as_str().unwrap()),
+        // By name, as a certificate names its host.
+        url: format!("{scheme}://localhost:{}", addr.port()),
     }
+}
+
+/// A private CA's certificate (PEM file `ca`) and a certificate it issued for `localhost`
+/// (`cert`, `key`), in `dir`.
+fn private_ca(dir: &std::path::Path, org: &str) -> [String; 3] {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::OrganizationName, org);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let files = ["ca", "cert", "key"].map(|f| dir.join(format!("{org}-{f}.pem")));
+    std::fs::write(&files[0], ca_pem).unwrap();
+    std::fs::write(&files[1], leaf.pem()).unwrap();
+    std::fs::write(&files[2], leaf_key.serialize_pem()).unwrap();
+    files.map(|f| f.display().to_string())
+}
+
+#[test]
+fn checkpoint_reaches_an_https_witness_under_a_private_ca_with_witness_ca() {
+    let store = Store::init();
+    store.write(&["a fact worth keeping"]);
+    let out = tempfile::tempdir().unwrap();
+    let d1 = out.path().join("w1").display().to_string();
+    let w1 = witness(&store, &d1, "w1.example");
+    let [ca, cert, key] = private_ca(out.path(), "witness");
+    let [other_ca, _, _] = private_ca(out.path(), "other");
+    let served = serve_with(&store, &d1, &["--tls-cert", &cert, "--tls-key", &key]);
+    assert!(served.url.starts_with("https://"), "{}", served.url);
+    std::fs::write(
+        store.dir.path().join("witnesses.policy"),
+        format!("witness w1 {w1} {}\nquorum w1\n", served.url),
+    )
+    .unwrap();
+    let checkpoint = |extra: &[&str]| {
+        let mut args = vec!["checkpoint", "--json", "--witness-timeout", "3"];
+        args.extend_from_slice(extra);
+        store.run(&args)
+    };
+
+    // Mozilla's roots, or another private CA: the certificate is not trusted, exit 1.
+    for extra in [&[][..], &["--witness-ca", &other_ca][..]] {
+        let r = checkpoint(extra);
+        assert_eq!(r.code, 1, "{r:#?}");
+        let v = r.json();
+        assert_eq!(v["quorum_met"], false, "{v:#}");
+        assert_eq!(v["witnesses"][0]["status"], 0, "{v:#}");
+    }
+
+    // The witness's CA: cosigned over HTTPS.
+    let r = checkpoint(&["--witness-ca", &ca]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert_eq!(r.json()["witnesses"][0]["status"], 200);
+
+    // A CA file that is not one is refused by name before anything is signed or sent.
+    let size = store.json(&["checkpoint", "--no-witness"])["size"].clone();
+    for bad in [key.as_str(), "/nonexistent/ca.pem"] {
+        let r = checkpoint(&["--witness-ca", bad]);
+        assert_eq!(r.code, 2, "{r:#?}");
+        assert!(r.stderr.contains("--witness-ca"), "{}", r.stderr);
+        assert!(r.stderr.contains(bad), "{}", r.stderr);
+    }
+    let vkey = store.json(&["checkpoint", "--vkey"]);
+    let origin = vkey["origin"].as_str().unwrap();
+    let held = store.json(&["witness", "checkpoint", "--dir", &d1, origin]);
+    assert_eq!(held["size"], size);
 }
 
 #[test]

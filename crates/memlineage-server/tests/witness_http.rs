@@ -4,13 +4,17 @@
 //! size); a 409 answered by one retry from the size the witness names; malformed, oversized and
 //! misrouted requests answered 400/413/404/405 with a message; a dead or silent witness
 //! reported, with the k-of-n policy failing closed; and the bytes on the wire checked against
-//! the spec's framing.
+//! the spec's framing; and an `https://` witness under a private CA, reached only with that
+//! CA as the roots (`WitnessRoots::from_pem`).
 
-use memlineage::transparency::{FileWitness, HttpTimeouts, HttpWitness, WitnessTransport};
+use memlineage::transparency::{
+    FileWitness, HttpTimeouts, HttpWitness, WitnessRoots, WitnessTransport, WitnessTransports,
+};
 use memlineage::{Memory, PrincipalName, Settings, SqliteStore, StepClock, WriteRequest};
 use memlineage_core::checkpoint::{CosignatureVerifier, NoteVerifier};
 use memlineage_core::entry::EntryKind;
 use memlineage_core::witness::{AddCheckpoint, Policy};
+use memlineage_server::TlsFiles;
 use memlineage_server::witness::{WitnessConfig, run_witness};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -79,7 +83,12 @@ struct Served {
 
 impl Served {
     fn start(dir: &Path) -> Served {
-        let config = WitnessConfig::new(dir.to_path_buf(), "127.0.0.1:0".parse().unwrap());
+        Served::start_with(dir, None)
+    }
+
+    fn start_with(dir: &Path, tls: Option<TlsFiles>) -> Served {
+        let mut config = WitnessConfig::new(dir.to_path_buf(), "127.0.0.1:0".parse().unwrap());
+        config.tls = tls;
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -110,6 +119,10 @@ impl Served {
 
     fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    fn https_url(&self) -> String {
+        format!("https://localhost:{}", self.addr.port())
     }
 }
 
@@ -488,6 +501,77 @@ fn the_bytes_on_the_wire_follow_the_spec() {
     );
     assert_eq!(answer, format!("{}\n", parsed_size(&note)).as_bytes());
     assert_eq!(again.status, 409);
+}
+
+/// A private CA (PEM) and, in `dir`, the witness's certificate for `localhost` and 127.0.0.1
+/// that it issued, with its key.
+fn private_ca(dir: &Path, org: &str) -> (String, TlsFiles) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::OrganizationName, org);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf_pem = leaf.signed_by(&leaf_key, &issuer).unwrap().pem();
+    let files = TlsFiles {
+        cert: dir.join(format!("{org}-cert.pem")),
+        key: dir.join(format!("{org}-key.pem")),
+    };
+    std::fs::write(&files.cert, leaf_pem).unwrap();
+    std::fs::write(&files.key, leaf_key.serialize_pem()).unwrap();
+    (ca_pem, files)
+}
+
+#[test]
+fn an_https_witness_under_a_private_ca_is_reached_with_that_ca_only() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, v) = witness_dir(root.path(), 1);
+    let (ca_pem, tls) = private_ca(root.path(), "witness-ca");
+    let (other_ca_pem, _) = private_ca(root.path(), "other-ca");
+    let served = Served::start_with(&dir, Some(tls));
+    let policy = policy(&[("w1", &v, served.https_url())], "quorum w1\n");
+    let mem = log("main", 3);
+
+    // Mozilla's roots do not vouch for a private CA: the witness is reported unreachable
+    // (status 0, naming the certificate problem) and the quorum fails closed.
+    let round = mem.checkpoint_and_witness(&policy, quick()).unwrap();
+    assert!(!round.quorum_met);
+    assert_eq!(round.answers[0].status, 0);
+    assert!(
+        round.answers[0]
+            .message
+            .to_lowercase()
+            .contains("certificate")
+            || round.answers[0].message.to_lowercase().contains("issuer"),
+        "{}",
+        round.answers[0].message
+    );
+    // Another private CA does not either.
+    let other = WitnessRoots::from_pem(other_ca_pem.as_bytes(), "other.pem").unwrap();
+    let note = mem.checkpoint().unwrap();
+    let transports = WitnessTransports::for_policy_with_roots(&policy, quick(), &other);
+    let round = mem
+        .witness_checkpoint(&note, &policy, &transports.as_refs())
+        .unwrap();
+    assert!(!round.quorum_met);
+    assert_eq!(round.answers[0].status, 0);
+
+    // The witness's own CA: cosigned over TLS, and kept beside the checkpoint.
+    let roots = WitnessRoots::from_pem(ca_pem.as_bytes(), "ca.pem").unwrap();
+    assert_eq!(roots.len(), 1);
+    let transports = WitnessTransports::for_policy_with_roots(&policy, quick(), &roots);
+    let round = mem
+        .witness_checkpoint(&note, &policy, &transports.as_refs())
+        .unwrap();
+    assert!(round.quorum_met, "{:?}", round.answers);
+    assert_eq!(round.answers[0].status, 200);
+    let (cp, cosigned) = mem.witnessed_checkpoint(&policy).unwrap().unwrap();
+    assert_eq!(cp.size, round.checkpoint.size);
+    assert!(v.verify(&cosigned).is_ok());
 }
 
 fn parsed_size(note: &str) -> u64 {

@@ -277,6 +277,14 @@ pub enum InputError {
         /// What is wrong with it.
         problem: String,
     },
+    /// A certificate file (PEM) that holds no usable certificate.
+    #[error("certificate file {path}: {problem}")]
+    CertificateFile {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A number outside what the store can hold (a leaf index beyond 2^63).
     #[error("{0} is out of range")]
     OutOfRange(u64),

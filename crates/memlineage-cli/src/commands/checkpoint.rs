@@ -7,7 +7,7 @@ use super::trust::load_policy;
 use crate::Ctx;
 use crate::output::{CliError, Outcome};
 use clap::{ArgGroup, Args};
-use memlineage::transparency::{HttpTimeouts, WitnessTransports};
+use memlineage::transparency::{HttpTimeouts, WitnessRoots, WitnessTransports};
 use memlineage_core::checkpoint::{Checkpoint, parse_note};
 use memlineage_core::witness::Policy;
 use serde_json::json;
@@ -41,6 +41,10 @@ pub struct CheckpointArgs {
     /// Seconds to wait for each HTTP witness (connecting: at most 5 of them).
     #[arg(long, value_name = "SECS", default_value_t = 20)]
     witness_timeout: u64,
+    /// PEM file of the certificate authorities an `https://` witness's certificate must chain
+    /// to, *instead of* Mozilla's roots (as curl's --cacert): for witnesses under a private CA.
+    #[arg(long, value_name = "FILE", env = "MEMLINEAGE_WITNESS_CA")]
+    witness_ca: Option<PathBuf>,
     /// Print the `add-checkpoint` request body for the latest stored checkpoint, with a
     /// consistency proof from OLD (the size the witness cosigned last; 0 for a new witness),
     /// to send to a witness by other means.
@@ -83,6 +87,8 @@ pub fn run(a: CheckpointArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         });
         return Ok(Outcome::ok(json, note));
     }
+    // Read before anything is signed: a CA file that cannot be used fails the command at once.
+    let roots = witness_roots(a.witness_ca.as_deref())?;
     let policy = if a.witness {
         Some(log_policy(ctx, a.policy.as_deref())?)
     } else if a.no_witness {
@@ -108,7 +114,34 @@ pub fn run(a: CheckpointArgs, ctx: &Ctx) -> Result<Outcome, CliError> {
         connect: secs.min(std::time::Duration::from_secs(5)),
         total: secs,
     };
-    witness(&mem, &note, &policy, timeouts)
+    witness(&mem, &note, &policy, timeouts, &roots)
+}
+
+/// The roots HTTPS witnesses are checked against: `--witness-ca FILE`, else Mozilla's.
+fn witness_roots(file: Option<&Path>) -> Result<WitnessRoots, CliError> {
+    let Some(file) = file else {
+        return Ok(WitnessRoots::default());
+    };
+    let pem = std::fs::read(file).map_err(|e| {
+        CliError::usage(format!(
+            "--witness-ca {}: cannot read it: {e}",
+            file.display()
+        ))
+    })?;
+    from_pem(&pem, file)
+}
+
+#[cfg(feature = "witness-http")]
+fn from_pem(pem: &[u8], file: &Path) -> Result<WitnessRoots, CliError> {
+    WitnessRoots::from_pem(pem, &file.display().to_string())
+        .map_err(|e| CliError::usage(format!("--witness-ca: {e}")))
+}
+
+#[cfg(not(feature = "witness-http"))]
+fn from_pem(_: &[u8], _: &Path) -> Result<WitnessRoots, CliError> {
+    Err(CliError::usage(
+        "--witness-ca: this build has no HTTP witness client (feature `witness-http`)",
+    ))
 }
 
 /// The log's policy when it has one: `--policy FILE`, or `witnesses.policy` beside the store
@@ -172,8 +205,9 @@ fn witness(
     note: &str,
     policy: &Policy,
     timeouts: HttpTimeouts,
+    roots: &WitnessRoots,
 ) -> Result<Outcome, CliError> {
-    let transports = WitnessTransports::for_policy(policy, timeouts);
+    let transports = WitnessTransports::for_policy_with_roots(policy, timeouts, roots);
     let round = mem.witness_checkpoint(note, policy, &transports.as_refs())?;
     let window = mem.rollback_window(Some(policy))?;
     let mut text = round.note.clone();

@@ -57,6 +57,7 @@ pub fn open(paths: &StorePaths) -> Result<Mem, CliError> {
 /// scripts/fetch-embedding-model.sh installs it, or $MEMLINEAGE_EMBEDDING_MODEL) or the
 /// directory of its files.
 #[cfg(feature = "models")]
+#[cfg_attr(not(any(feature = "server", feature = "mcp")), allow(dead_code))]
 pub fn embedding_model(
     model: &std::path::Path,
 ) -> Result<std::sync::Arc<dyn memlineage::search::TextEmbedder>, CliError> {
@@ -69,6 +70,7 @@ pub fn embedding_model(
 
 /// Without the cargo feature `models` there is no embedding model to load.
 #[cfg(not(feature = "models"))]
+#[cfg_attr(not(any(feature = "server", feature = "mcp")), allow(dead_code))]
 pub fn embedding_model(
     _model: &std::path::Path,
 ) -> Result<std::sync::Arc<dyn memlineage::search::TextEmbedder>, CliError> {

@@ -8,11 +8,19 @@
 //! [`FileWitness`](super::FileWitness) answers. Every request has a connect timeout and an
 //! overall deadline; redirects are not followed (a witness answers where it is configured) and
 //! an answer larger than [`MAX_ANSWER_BYTES`] is refused rather than read.
+//!
+//! An `https://` witness's certificate is checked against Mozilla's roots (webpki-roots) by
+//! default, or against the certificate authorities of a PEM file ([`WitnessRoots::from_pem`],
+//! `memlineage checkpoint --witness-ca FILE`), which then *replace* the default roots, as
+//! curl's `--cacert` does: a witness run inside an organisation under its own CA is reached
+//! without trusting every public CA for it, and a public CA cannot stand in for it.
 
 use super::witness::WitnessTransport;
-use crate::error::Error;
+use crate::error::{Error, InputError};
 use memlineage_core::witness::{SIZE_CONTENT_TYPE, TEXT_CONTENT_TYPE, WitnessResponse};
+use std::sync::Arc;
 use std::time::Duration;
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
 /// The largest answer read from a witness: a few cosignature lines are a few hundred bytes.
 pub const MAX_ANSWER_BYTES: u64 = 64 * 1024;
@@ -36,6 +44,66 @@ impl Default for HttpTimeouts {
     }
 }
 
+/// The certificate authorities an `https://` witness's certificate must chain to.
+#[derive(Clone, Debug, Default)]
+pub struct WitnessRoots {
+    /// `None`: Mozilla's roots (webpki-roots); else exactly these.
+    specific: Option<Arc<Vec<Certificate<'static>>>>,
+}
+
+impl WitnessRoots {
+    /// Mozilla's roots, as shipped by webpki-roots (the default).
+    pub fn webpki() -> WitnessRoots {
+        WitnessRoots::default()
+    }
+
+    /// Exactly the certificates of a PEM file (`-----BEGIN CERTIFICATE-----` blocks; other
+    /// blocks, such as a private key left in the file, are ignored). `source` names the file
+    /// in errors. Fails when a block does not parse or no certificate is found: a CA file that
+    /// yields nothing would otherwise fail every witness later with a less clear message.
+    pub fn from_pem(pem: &[u8], source: &str) -> Result<WitnessRoots, Error> {
+        let bad = |problem: String| {
+            Error::Input(InputError::CertificateFile {
+                path: source.to_string(),
+                problem,
+            })
+        };
+        let mut certs = Vec::new();
+        for item in ureq::tls::parse_pem(pem) {
+            match item.map_err(|e| bad(format!("not a PEM file: {e}")))? {
+                PemItem::Certificate(c) => certs.push(c),
+                _ => continue,
+            }
+        }
+        if certs.is_empty() {
+            return Err(bad(
+                "holds no certificate (expected PEM blocks `-----BEGIN CERTIFICATE-----`)".into(),
+            ));
+        }
+        Ok(WitnessRoots {
+            specific: Some(Arc::new(certs)),
+        })
+    }
+
+    /// How many certificates replace the default roots (0: the default roots are used).
+    pub fn len(&self) -> usize {
+        self.specific.as_ref().map_or(0, |c| c.len())
+    }
+
+    /// Whether the default roots are used.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn tls(&self) -> TlsConfig {
+        let roots = match &self.specific {
+            Some(certs) => RootCerts::Specific(Arc::clone(certs)),
+            None => RootCerts::WebPki,
+        };
+        TlsConfig::builder().root_certs(roots).build()
+    }
+}
+
 /// A witness reached over HTTP(S) at its submission prefix.
 #[derive(Debug)]
 pub struct HttpWitness {
@@ -45,8 +113,18 @@ pub struct HttpWitness {
 
 impl HttpWitness {
     /// A client of the witness whose submission prefix is `prefix` (`https://…` or
-    /// `http://…`; a trailing `/` is dropped). Reaches nothing yet.
+    /// `http://…`; a trailing `/` is dropped), its certificate checked against Mozilla's
+    /// roots. Reaches nothing yet.
     pub fn new(prefix: &str, timeouts: HttpTimeouts) -> Result<HttpWitness, Error> {
+        HttpWitness::with_roots(prefix, timeouts, &WitnessRoots::webpki())
+    }
+
+    /// As [`HttpWitness::new`], an `https://` witness's certificate checked against `roots`.
+    pub fn with_roots(
+        prefix: &str,
+        timeouts: HttpTimeouts,
+        roots: &WitnessRoots,
+    ) -> Result<HttpWitness, Error> {
         if !(prefix.starts_with("https://") || prefix.starts_with("http://")) {
             return Err(Error::Unavailable(format!(
                 "witness URL `{prefix}` must start with https:// or http://"
@@ -57,6 +135,7 @@ impl HttpWitness {
             .timeout_global(Some(timeouts.total))
             .http_status_as_error(false)
             .max_redirects(0)
+            .tls_config(roots.tls())
             .user_agent(concat!("memlineage/", env!("CARGO_PKG_VERSION")))
             .build()
             .new_agent();
@@ -130,5 +209,21 @@ mod tests {
             "text/x.tlog.size"
         );
         assert_eq!(media_type(""), "");
+    }
+
+    #[test]
+    fn a_ca_file_without_certificates_is_refused_by_name() {
+        let key_only =
+            b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n";
+        for pem in [&b""[..], b"not a pem file at all", &key_only[..]] {
+            let e = WitnessRoots::from_pem(pem, "/etc/ca.pem").unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("/etc/ca.pem"), "{text}");
+            assert!(matches!(
+                e,
+                Error::Input(InputError::CertificateFile { .. })
+            ));
+        }
+        assert!(WitnessRoots::webpki().is_empty());
     }
 }

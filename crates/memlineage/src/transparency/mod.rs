@@ -17,5 +17,5 @@ pub use client::{Held, ReaderTrust, TrustedCheckpoint};
 pub use monitor::{MonitorDir, MonitorReport};
 #[cfg(feature = "witness-http")]
 pub use transports::HttpWitness;
-pub use transports::{HttpTimeouts, WitnessTransports};
+pub use transports::{HttpTimeouts, WitnessRoots, WitnessTransports};
 pub use witness::{FileWitness, WitnessTransport};

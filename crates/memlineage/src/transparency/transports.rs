@@ -5,16 +5,29 @@
 //! reason, which the round reports as that witness's answer, and the quorum decides.
 
 #[cfg(feature = "witness-http")]
-pub use super::http_witness::{HttpTimeouts, HttpWitness};
+pub use super::http_witness::{HttpTimeouts, HttpWitness, WitnessRoots};
 use super::witness::{FileWitness, WitnessTransport};
 use crate::error::Error;
 use memlineage_core::witness::{Policy, WitnessResponse};
 use std::path::Path;
 
-/// Timeouts of HTTP witnesses (without the `witness-http` feature there are none to set).
+/// Timeouts of HTTP witnesses: the same fields as with the `witness-http` feature, so that
+/// callers build either way, but without it no witness is reached over HTTP to use them.
 #[cfg(not(feature = "witness-http"))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HttpTimeouts;
+pub struct HttpTimeouts {
+    /// To open the connection.
+    pub connect: std::time::Duration,
+    /// For the whole exchange.
+    pub total: std::time::Duration,
+}
+
+/// The roots of HTTPS witnesses (without the `witness-http` feature there are none to set).
+#[cfg(not(feature = "witness-http"))]
+#[derive(Clone, Debug, Default)]
+pub struct WitnessRoots {
+    _none: (),
+}
 
 /// The transports to the witnesses of a policy that have a URL, by the policy's names.
 pub struct WitnessTransports {
@@ -25,12 +38,22 @@ impl WitnessTransports {
     /// A transport for every witness of `policy` that has a URL; witnesses without one are
     /// left out (the round lists them as not asked).
     pub fn for_policy(policy: &Policy, timeouts: HttpTimeouts) -> WitnessTransports {
+        WitnessTransports::for_policy_with_roots(policy, timeouts, &WitnessRoots::default())
+    }
+
+    /// As [`WitnessTransports::for_policy`], `https://` witnesses' certificates checked
+    /// against `roots` (a private CA) instead of Mozilla's roots.
+    pub fn for_policy_with_roots(
+        policy: &Policy,
+        timeouts: HttpTimeouts,
+        roots: &WitnessRoots,
+    ) -> WitnessTransports {
         let by_name = policy
             .witnesses()
             .iter()
             .filter_map(|w| {
                 let url = w.url.as_deref()?;
-                Some((w.name.clone(), transport(url, timeouts)))
+                Some((w.name.clone(), transport(url, timeouts, roots)))
             })
             .collect();
         WitnessTransports { by_name }
@@ -54,11 +77,11 @@ impl std::fmt::Debug for WitnessTransports {
     }
 }
 
-fn transport(url: &str, timeouts: HttpTimeouts) -> Box<dyn WitnessTransport> {
+fn transport(url: &str, timeouts: HttpTimeouts, roots: &WitnessRoots) -> Box<dyn WitnessTransport> {
     let made = if let Some(dir) = url.strip_prefix("file://") {
         FileWitness::open(Path::new(dir)).map(|w| Box::new(w) as Box<dyn WitnessTransport>)
     } else if url.starts_with("https://") || url.starts_with("http://") {
-        http(url, timeouts)
+        http(url, timeouts, roots)
     } else {
         Err(Error::Unavailable(format!(
             "witness URL `{url}`: expected file:///DIR, https://… or http://…"
@@ -68,12 +91,16 @@ fn transport(url: &str, timeouts: HttpTimeouts) -> Box<dyn WitnessTransport> {
 }
 
 #[cfg(feature = "witness-http")]
-fn http(url: &str, timeouts: HttpTimeouts) -> Result<Box<dyn WitnessTransport>, Error> {
-    Ok(Box::new(HttpWitness::new(url, timeouts)?))
+fn http(
+    url: &str,
+    timeouts: HttpTimeouts,
+    roots: &WitnessRoots,
+) -> Result<Box<dyn WitnessTransport>, Error> {
+    Ok(Box::new(HttpWitness::with_roots(url, timeouts, roots)?))
 }
 
 #[cfg(not(feature = "witness-http"))]
-fn http(url: &str, _: HttpTimeouts) -> Result<Box<dyn WitnessTransport>, Error> {
+fn http(url: &str, _: HttpTimeouts, _: &WitnessRoots) -> Result<Box<dyn WitnessTransport>, Error> {
     Err(Error::Unavailable(format!(
         "witness {url}: this build has no HTTP witness client (feature `witness-http`)"
     )))
