@@ -334,29 +334,59 @@ fn garbage_from_a_downstream_is_refused_and_nothing_written() {
     assert_eq!(store.size(), size, "nothing is written for garbage");
 }
 
+/// The answers to `list`, a statement read and the attacker's transfer: the bank's tools are
+/// listed, the read went through, the transfer was refused.
+fn listed_read_and_denied(r: &[Value]) {
+    let tools = r[0]["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("bank__send_money")), "{:#}", r[0]);
+    assert_eq!(r[1]["is_error"], false, "{:#}", r[1]);
+    assert_eq!(r[2]["is_error"], true, "{:#}", r[2]);
+    assert!(
+        r[2]["text"].as_str().unwrap().contains("denied"),
+        "{:#}",
+        r[2]
+    );
+}
+
+/// The bank over Streamable HTTP on a port of its own (behind a bearer token when `token` is
+/// given), and a gateway configuration reaching it at `url` with `extra` lines for the server.
+fn http_bank(
+    py: &std::path::Path,
+    store: &common::Store,
+    token: Option<&str>,
+    extra: &str,
+) -> (Guard, std::path::PathBuf) {
+    let bank_port = free_port();
+    let mut bank = std::process::Command::new(py);
+    bank.arg(peer("bank_server.py"))
+        .args(["--http", &bank_port.to_string()])
+        .env("BANK_LOG", bank_log(store))
+        .env_remove("BANK_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(t) = token {
+        bank.env("BANK_TOKEN", t);
+    }
+    let bank = Guard(bank.spawn().unwrap());
+    wait_for_port(bank_port);
+    std::fs::write(store.dir.path().join("policy.toml"), POLICY).unwrap();
+    let config = store.dir.path().join(format!("http-{bank_port}.toml"));
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nuser = \"user\"\n[servers.bank]\nurl = \"http://127.0.0.1:{bank_port}/mcp\"\nprincipal = \"bank\"\npolicy = \"policy.toml\"\nrepair = false\n{extra}[servers.bank.tools.get_most_recent_transactions]\nfields = {{ \"transactions[].subject\" = \"senders\", \"transactions[].sender\" = \"senders\" }}\n"
+        ),
+    )
+    .unwrap();
+    (bank, config)
+}
+
 /// The gateway over Streamable HTTP, to a downstream over Streamable HTTP.
 #[test]
 fn streamable_http_both_ways() {
     let Some(py) = python() else { return };
     let store = bank_store();
-    let bank_port = free_port();
-    let mut bank = std::process::Command::new(&py);
-    bank.arg(peer("bank_server.py"))
-        .args(["--http", &bank_port.to_string()])
-        .env("BANK_LOG", bank_log(&store))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let _bank = Guard(bank.spawn().unwrap());
-    wait_for_port(bank_port);
-    std::fs::write(store.dir.path().join("policy.toml"), POLICY).unwrap();
-    let config = store.dir.path().join("http.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[gateway]\nuser = \"user\"\n[servers.bank]\nurl = \"http://127.0.0.1:{bank_port}/mcp\"\nprincipal = \"bank\"\npolicy = \"policy.toml\"\nrepair = false\n[servers.bank.tools.get_most_recent_transactions]\nfields = {{ \"transactions[].subject\" = \"senders\", \"transactions[].sender\" = \"senders\" }}\n"
-        ),
-    )
-    .unwrap();
+    let (_bank, config) = http_bank(&py, &store, None, "");
     let mut gw = store.cmd(&[
         "mcp",
         "gateway",
@@ -374,16 +404,68 @@ fn streamable_http_both_ways() {
         json!({"url": url}),
         json!([{"op": "list"}, statement_call("h1"), send_call("h1", ATTACKER)]),
     );
-    assert!(
-        r[0]["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("bank__send_money")),
-        "{:#}",
-        r[0]
-    );
-    assert_eq!(r[1]["is_error"], false, "{:#}", r[1]);
-    assert_eq!(r[2]["is_error"], true, "{:#}", r[2]);
-    assert!(r[2]["text"].as_str().unwrap().contains("denied"));
+    listed_read_and_denied(&r);
     assert!(sent_to(&store).is_empty());
+}
+
+/// A Streamable HTTP downstream behind a bearer token (`bearer_token_env`): the gateway sends
+/// the token from its environment and the calls go through; without the variable, or with a
+/// wrong token, every call of that server fails with a message naming why, nothing reaches the
+/// bank's tools and nothing is recorded.
+#[test]
+fn a_downstream_behind_a_bearer_token_gets_it_from_the_environment() {
+    let Some(py) = python() else { return };
+    let store = bank_store();
+    let (_bank, config) = http_bank(
+        &py,
+        &store,
+        Some("s3cret-token"),
+        "bearer_token_env = \"BANK_MCP_TOKEN\"\n",
+    );
+    let gateway = |token: Option<&str>| {
+        let mut server = gateway_server(&store, &config, None);
+        if let Some(t) = token {
+            server["env"] = json!({ "BANK_MCP_TOKEN": t });
+        }
+        server
+    };
+
+    // The right token: listed, the statement read, the attacker's transfer denied.
+    let r = run_client(
+        &py,
+        &store,
+        gateway(Some("s3cret-token")),
+        json!([{"op": "list"}, statement_call("b1"), send_call("b1", ATTACKER)]),
+    );
+    listed_read_and_denied(&r);
+    assert!(sent_to(&store).is_empty());
+    let unauthorized = |store: &common::Store| {
+        bank_events(store)
+            .iter()
+            .filter(|e| e["event"] == "unauthorized")
+            .count()
+    };
+    assert_eq!(unauthorized(&store), 0);
+
+    // No variable, or a wrong token: the call fails, naming the variable or the refusal.
+    let size = store.size();
+    for (token, want) in [
+        (None, "BANK_MCP_TOKEN"),
+        (Some("wrong-token"), "401 Unauthorized"),
+    ] {
+        let balance = json!({"op": "call", "name": "bank__get_balance", "args": {}});
+        let r = run_client(&py, &store, gateway(token), json!([balance]));
+        assert_eq!(r[0]["is_error"], true, "{:#}", r[0]);
+        let text = r[0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains(want), "{want:?} not in {text:?}");
+    }
+    assert!(
+        unauthorized(&store) >= 1,
+        "the wrong token reached the bank and was refused"
+    );
+    assert_eq!(
+        store.size(),
+        size,
+        "nothing recorded for calls that did not run"
+    );
 }

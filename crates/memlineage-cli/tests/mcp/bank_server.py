@@ -3,7 +3,9 @@ SDK (PyPI `mcp`), modelled on AgentDojo's banking suite (docs/agentdojo-banking.
 
 Every call of `send_money` and every start and cancellation of `slow` is appended as a JSON line
 to the file named by $BANK_LOG, so the tests can see what reached the bank. `crash` kills the
-process. Run it over stdio (default) or Streamable HTTP (`--http PORT`).
+process. Run it over stdio (default) or Streamable HTTP (`--http PORT`); with $BANK_TOKEN set,
+the HTTP server answers 401 to every request without `Authorization: Bearer $BANK_TOKEN` (and
+logs an `unauthorized` event), as a remote MCP server behind a bearer token does.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -104,8 +107,36 @@ def fail() -> str:
     raise ValueError("the bank is closed today")
 
 
+def require_bearer(app: Any, token: str) -> Any:
+    """The ASGI app `app`, answering 401 to HTTP requests without the bearer token."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            log({"event": "unauthorized", "path": scope.get("path", "")})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"a bearer token is required"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        token = os.environ.get("BANK_TOKEN")
+        if token:
+            import uvicorn
+
+            app = require_bearer(server.streamable_http_app(), token)
+            uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        else:
+            server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()

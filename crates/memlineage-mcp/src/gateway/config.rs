@@ -58,6 +58,7 @@ struct RawServer {
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
     url: Option<String>,
+    bearer_token_env: Option<String>,
     principal: String,
     policy: Option<PathBuf>,
     repair: Option<bool>,
@@ -100,6 +101,9 @@ pub enum Transport {
     Http {
         /// The endpoint URL.
         url: String,
+        /// The environment variable whose value the gateway sends as `Authorization: Bearer`
+        /// (read when it connects; the token itself never sits in the configuration file).
+        bearer_token_env: Option<String>,
     },
 }
 
@@ -207,11 +211,54 @@ impl GatewayConfig {
     }
 }
 
+/// An environment variable's name as POSIX shells write them: `[A-Za-z_][A-Za-z0-9_]*`.
+fn check_env_name(var: &str, here: &str) -> Result<(), String> {
+    let mut chars = var.chars();
+    let ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{here}: `bearer_token_env` must name an environment variable (letters, digits, `_`), not {:?}",
+            var.chars().take(64).collect::<String>()
+        ))
+    }
+}
+
+/// Whether `url` is plain HTTP to this machine (127.0.0.0/8, `localhost`, `[::1]`), where a
+/// token does not cross a network.
+fn is_loopback_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return false;
+    }
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        authority.split(':').next().unwrap_or_default()
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
     let here = format!("[servers.{name}]");
     check_server_name(name)?;
     check_principal(&s.principal, &here)?;
     let transport = match (s.command, s.url) {
+        (Some(_), None) if s.bearer_token_env.is_some() => {
+            return Err(format!(
+                "{here}: `bearer_token_env` is for a `url`; give a `command` its secrets in `env`"
+            ));
+        }
         (Some(command), None) => {
             if command.trim().is_empty() {
                 return Err(format!("{here}: `command` is empty"));
@@ -234,7 +281,19 @@ fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
                     "{here}: `args`, `env` and `cwd` are for a `command`, not a `url`"
                 ));
             }
-            Transport::Http { url }
+            if let Some(var) = &s.bearer_token_env {
+                check_env_name(var, &here)?;
+                if !url.starts_with("https://") && !is_loopback_http(&url) {
+                    return Err(format!(
+                        "{here}: `bearer_token_env` needs an https:// URL (or http:// to this \
+                         machine): over {url} the token would cross the network in clear"
+                    ));
+                }
+            }
+            Transport::Http {
+                url,
+                bearer_token_env: s.bearer_token_env,
+            }
         }
         (Some(_), Some(_)) => {
             return Err(format!("{here}: give `command` or `url`, not both"));
@@ -363,6 +422,65 @@ principal = "web"
         assert_eq!(bank.authors("send_money"), Authors::whole("bank"));
         assert_eq!(bank.principals(), vec!["bank", "senders"]);
         assert!(matches!(c.servers[1].transport, Transport::Http { .. }));
+    }
+
+    #[test]
+    fn bearer_tokens_come_from_the_environment_and_never_cross_a_network_in_clear() {
+        let parse = |server: &str| {
+            GatewayConfig::parse(
+                &format!("[servers.a]\nprincipal = \"x\"\n{server}"),
+                Path::new("/etc/gw"),
+            )
+        };
+        for ok in [
+            "url = \"https://tools.example/mcp\"\nbearer_token_env = \"TOOLS_TOKEN\"\n",
+            "url = \"http://127.0.0.1:9000/mcp\"\nbearer_token_env = \"_T1\"\n",
+            "url = \"http://localhost/mcp\"\nbearer_token_env = \"T\"\n",
+            "url = \"http://[::1]:8/mcp\"\nbearer_token_env = \"T\"\n",
+        ] {
+            let c = parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert!(matches!(
+                &c.servers[0].transport,
+                Transport::Http {
+                    bearer_token_env: Some(_),
+                    ..
+                }
+            ));
+        }
+        for (bad, want) in [
+            (
+                "url = \"http://tools.example/mcp\"\nbearer_token_env = \"T\"\n",
+                "in clear",
+            ),
+            (
+                "url = \"http://127.0.0.1.evil.example/mcp\"\nbearer_token_env = \"T\"\n",
+                "in clear",
+            ),
+            (
+                "url = \"http://localhost@evil.example/mcp\"\nbearer_token_env = \"T\"\n",
+                "in clear",
+            ),
+            (
+                "url = \"https://t/mcp\"\nbearer_token_env = \"1X\"\n",
+                "environment variable",
+            ),
+            (
+                "url = \"https://t/mcp\"\nbearer_token_env = \"A-B\"\n",
+                "environment variable",
+            ),
+            (
+                "url = \"https://t/mcp\"\nbearer_token_env = \"\"\n",
+                "environment variable",
+            ),
+            (
+                "command = \"c\"\nbearer_token_env = \"T\"\n",
+                "is for a `url`",
+            ),
+        ] {
+            let e = parse(bad).map(|_| ()).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+            assert!(e.contains("[servers.a]"), "{e}");
+        }
     }
 
     #[test]

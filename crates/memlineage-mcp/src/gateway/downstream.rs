@@ -8,6 +8,7 @@
 use super::config::{ServerSpec, Transport};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::{Peer, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use std::sync::Arc;
@@ -55,8 +56,15 @@ impl Downstream {
                         .map_err(|e| format!("cannot start `{command}`: {e}"))?;
                     ().serve(transport).await.map_err(|e| e.to_string())
                 }
-                Transport::Http { url } => {
-                    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                Transport::Http {
+                    url,
+                    bearer_token_env,
+                } => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    if let Some(var) = bearer_token_env {
+                        config = config.auth_header(bearer_token(var)?);
+                    }
+                    let transport = StreamableHttpClientTransport::from_config(config);
                     ().serve(transport).await.map_err(|e| e.to_string())
                 }
             }
@@ -169,4 +177,19 @@ fn is_broken(e: &ServiceError) -> bool {
         e,
         ServiceError::TransportClosed | ServiceError::TransportSend(_)
     )
+}
+
+/// The bearer token of a Streamable HTTP downstream, from the environment variable the
+/// configuration names: a missing or empty one fails the connection (and so every call to that
+/// server) with the variable's name, rather than connecting without credentials.
+fn bearer_token(var: &str) -> Result<String, String> {
+    match std::env::var(var) {
+        Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
+        Ok(_) => Err(format!(
+            "the environment variable {var} (`bearer_token_env`) is empty"
+        )),
+        Err(_) => Err(format!(
+            "the environment variable {var} (`bearer_token_env`) is not set, or not UTF-8"
+        )),
+    }
 }
