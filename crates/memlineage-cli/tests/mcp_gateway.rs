@@ -348,12 +348,13 @@ fn listed_read_and_denied(r: &[Value]) {
     );
 }
 
-/// The bank over Streamable HTTP on a port of its own (behind a bearer token when `token` is
-/// given), and a gateway configuration reaching it at `url` with `extra` lines for the server.
+/// The bank over Streamable HTTP on a port of its own, with `env` (`BANK_TOKEN`: behind a
+/// bearer token; `BANK_TLS_CERT` and `BANK_TLS_KEY`: over HTTPS, reached as `localhost`), and a
+/// gateway configuration reaching it with `extra` lines for the server.
 fn http_bank(
     py: &std::path::Path,
     store: &common::Store,
-    token: Option<&str>,
+    env: &[(&str, &str)],
     extra: &str,
 ) -> (Guard, std::path::PathBuf) {
     let bank_port = free_port();
@@ -362,11 +363,16 @@ fn http_bank(
         .args(["--http", &bank_port.to_string()])
         .env("BANK_LOG", bank_log(store))
         .env_remove("BANK_TOKEN")
+        .env_remove("BANK_TLS_CERT")
+        .env_remove("BANK_TLS_KEY")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    if let Some(t) = token {
-        bank.env("BANK_TOKEN", t);
-    }
+    let base = if env.iter().any(|(k, _)| *k == "BANK_TLS_CERT") {
+        format!("https://localhost:{bank_port}")
+    } else {
+        format!("http://127.0.0.1:{bank_port}")
+    };
     let bank = Guard(bank.spawn().unwrap());
     wait_for_port(bank_port);
     std::fs::write(store.dir.path().join("policy.toml"), POLICY).unwrap();
@@ -374,7 +380,7 @@ fn http_bank(
     std::fs::write(
         &config,
         format!(
-            "[gateway]\nuser = \"user\"\n[servers.bank]\nurl = \"http://127.0.0.1:{bank_port}/mcp\"\nprincipal = \"bank\"\npolicy = \"policy.toml\"\nrepair = false\n{extra}[servers.bank.tools.get_most_recent_transactions]\nfields = {{ \"transactions[].subject\" = \"senders\", \"transactions[].sender\" = \"senders\" }}\n"
+            "[gateway]\nuser = \"user\"\n[servers.bank]\nurl = \"{base}/mcp\"\nprincipal = \"bank\"\npolicy = \"policy.toml\"\nrepair = false\n{extra}[servers.bank.tools.get_most_recent_transactions]\nfields = {{ \"transactions[].subject\" = \"senders\", \"transactions[].sender\" = \"senders\" }}\n"
         ),
     )
     .unwrap();
@@ -386,7 +392,7 @@ fn http_bank(
 fn streamable_http_both_ways() {
     let Some(py) = python() else { return };
     let store = bank_store();
-    let (_bank, config) = http_bank(&py, &store, None, "");
+    let (_bank, config) = http_bank(&py, &store, &[], "");
     let mut gw = store.cmd(&[
         "mcp",
         "gateway",
@@ -419,7 +425,7 @@ fn a_downstream_behind_a_bearer_token_gets_it_from_the_environment() {
     let (_bank, config) = http_bank(
         &py,
         &store,
-        Some("s3cret-token"),
+        &[("BANK_TOKEN", "s3cret-token")],
         "bearer_token_env = \"BANK_MCP_TOKEN\"\n",
     );
     let gateway = |token: Option<&str>| {
@@ -467,5 +473,48 @@ fn a_downstream_behind_a_bearer_token_gets_it_from_the_environment() {
         store.size(),
         size,
         "nothing recorded for calls that did not run"
+    );
+}
+
+/// A Streamable HTTP downstream over HTTPS under a private CA (`ca_file`): reached with that
+/// CA; with another CA's file the connection is refused on the certificate and nothing is
+/// recorded.
+#[test]
+fn an_https_downstream_under_a_private_ca_is_reached_with_its_ca_file() {
+    let Some(py) = python() else { return };
+    let store = bank_store();
+    let [ca, cert, key] = common::private_ca(store.dir.path(), "bank");
+    let [other_ca, _, _] = common::private_ca(store.dir.path(), "other");
+    let tls = [
+        ("BANK_TLS_CERT", cert.as_str()),
+        ("BANK_TLS_KEY", key.as_str()),
+    ];
+    let (_bank, config) = http_bank(&py, &store, &tls, &format!("ca_file = {ca:?}\n"));
+    let r = run_client(
+        &py,
+        &store,
+        gateway_server(&store, &config, None),
+        json!([{"op": "list"}, statement_call("t1"), send_call("t1", ATTACKER)]),
+    );
+    listed_read_and_denied(&r);
+
+    let text = std::fs::read_to_string(&config).unwrap();
+    let other = store.dir.path().join("other-ca.toml");
+    std::fs::write(&other, text.replace(&ca, &other_ca)).unwrap();
+    let size = store.size();
+    let balance = json!({"op": "call", "name": "bank__get_balance", "args": {}});
+    let r = run_client(
+        &py,
+        &store,
+        gateway_server(&store, &other, None),
+        json!([balance]),
+    );
+    assert_eq!(r[0]["is_error"], true, "{:#}", r[0]);
+    let why = r[0]["text"].as_str().unwrap_or_default();
+    assert!(why.contains("did not start an MCP session"), "{why}");
+    assert_eq!(
+        store.size(),
+        size,
+        "nothing recorded for a call that did not run"
     );
 }

@@ -219,3 +219,25 @@ pub fn model_present() -> bool {
         }
     }
 }
+
+/// A private CA's certificate (PEM file `ca`) and a certificate it issued for `localhost`
+/// (`cert`, `key`), in `dir`.
+pub fn private_ca(dir: &std::path::Path, org: &str) -> [String; 3] {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::OrganizationName, org);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let files = ["ca", "cert", "key"].map(|f| dir.join(format!("{org}-{f}.pem")));
+    std::fs::write(&files[0], ca_pem).unwrap();
+    std::fs::write(&files[1], leaf.pem()).unwrap();
+    std::fs::write(&files[2], leaf_key.serialize_pem()).unwrap();
+    files.map(|f| f.display().to_string())
+}

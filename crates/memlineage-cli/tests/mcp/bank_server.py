@@ -5,7 +5,8 @@ Every call of `send_money` and every start and cancellation of `slow` is appende
 to the file named by $BANK_LOG, so the tests can see what reached the bank. `crash` kills the
 process. Run it over stdio (default) or Streamable HTTP (`--http PORT`); with $BANK_TOKEN set,
 the HTTP server answers 401 to every request without `Authorization: Bearer $BANK_TOKEN` (and
-logs an `unauthorized` event), as a remote MCP server behind a bearer token does.
+logs an `unauthorized` event), as a remote MCP server behind a bearer token does; with
+$BANK_TLS_CERT and $BANK_TLS_KEY set, it speaks HTTPS with that certificate.
 """
 
 from __future__ import annotations
@@ -131,11 +132,21 @@ def require_bearer(app: Any, token: str) -> Any:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         token = os.environ.get("BANK_TOKEN")
-        if token:
+        cert, key = os.environ.get("BANK_TLS_CERT"), os.environ.get("BANK_TLS_KEY")
+        if token or (cert and key):
             import uvicorn
 
-            app = require_bearer(server.streamable_http_app(), token)
-            uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+            app: Any = server.streamable_http_app()
+            if token:
+                app = require_bearer(app, token)
+            uvicorn.run(
+                app,
+                host="127.0.0.1",
+                port=int(sys.argv[2]),
+                log_level="warning",
+                ssl_certfile=cert,
+                ssl_keyfile=key,
+            )
         else:
             server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

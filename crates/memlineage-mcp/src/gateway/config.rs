@@ -59,6 +59,7 @@ struct RawServer {
     cwd: Option<PathBuf>,
     url: Option<String>,
     bearer_token_env: Option<String>,
+    ca_file: Option<PathBuf>,
     principal: String,
     policy: Option<PathBuf>,
     repair: Option<bool>,
@@ -104,7 +105,44 @@ pub enum Transport {
         /// The environment variable whose value the gateway sends as `Authorization: Bearer`
         /// (read when it connects; the token itself never sits in the configuration file).
         bearer_token_env: Option<String>,
+        /// The certificate authorities (PEM, read at start-up) an `https://` server's
+        /// certificate must chain to, instead of the system's roots.
+        ca: Option<CaBundle>,
     },
+}
+
+/// The certificate authorities of a `ca_file`: the file's name (for messages) and its
+/// certificates, checked to parse at start-up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaBundle {
+    /// The file, as resolved against the configuration's directory.
+    pub path: PathBuf,
+    /// Its PEM bytes.
+    pub pem: Vec<u8>,
+}
+
+impl CaBundle {
+    /// Reads and checks `path`: at least one certificate, every block parsing.
+    fn read(path: PathBuf, here: &str) -> Result<CaBundle, String> {
+        let pem = std::fs::read(&path)
+            .map_err(|e| format!("{here}: `ca_file` {}: {e}", path.display()))?;
+        let bundle = CaBundle { path, pem };
+        bundle.certificates().map_err(|e| format!("{here}: {e}"))?;
+        Ok(bundle)
+    }
+
+    /// The certificates, for the HTTP client.
+    pub fn certificates(&self) -> Result<Vec<reqwest::Certificate>, String> {
+        let bad = |what: String| format!("`ca_file` {}: {what}", self.path.display());
+        let certs = reqwest::Certificate::from_pem_bundle(&self.pem)
+            .map_err(|e| bad(format!("not a PEM file of certificates: {e}")))?;
+        if certs.is_empty() {
+            return Err(bad(
+                "holds no certificate (expected `-----BEGIN CERTIFICATE-----` blocks)".into(),
+            ));
+        }
+        Ok(certs)
+    }
 }
 
 /// One downstream server.
@@ -259,6 +297,9 @@ fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
                 "{here}: `bearer_token_env` is for a `url`; give a `command` its secrets in `env`"
             ));
         }
+        (Some(_), None) if s.ca_file.is_some() => {
+            return Err(format!("{here}: `ca_file` is for an https:// `url`"));
+        }
         (Some(command), None) => {
             if command.trim().is_empty() {
                 return Err(format!("{here}: `command` is empty"));
@@ -290,9 +331,19 @@ fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
                     ));
                 }
             }
+            let ca = match s.ca_file {
+                Some(_) if !url.starts_with("https://") => {
+                    return Err(format!(
+                        "{here}: `ca_file` is for an https:// `url`, not {url}"
+                    ));
+                }
+                Some(f) => Some(CaBundle::read(dir.join(f), &here)?),
+                None => None,
+            };
             Transport::Http {
                 url,
                 bearer_token_env: s.bearer_token_env,
+                ca,
             }
         }
         (Some(_), Some(_)) => {
@@ -478,6 +529,56 @@ principal = "web"
             ),
         ] {
             let e = parse(bad).map(|_| ()).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+            assert!(e.contains("[servers.a]"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_ca_file_must_hold_certificates_and_goes_with_https_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("empty.pem"), "").unwrap();
+        std::fs::write(
+            dir.path().join("key.pem"),
+            "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("broken.pem"),
+            "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let parse = |server: &str| {
+            GatewayConfig::parse(
+                &format!("[servers.a]\nprincipal = \"x\"\n{server}"),
+                dir.path(),
+            )
+            .map(|_| ())
+        };
+        for (bad, want) in [
+            (
+                "url = \"https://t/mcp\"\nca_file = \"missing.pem\"\n",
+                "missing.pem",
+            ),
+            (
+                "url = \"https://t/mcp\"\nca_file = \"empty.pem\"\n",
+                "no certificate",
+            ),
+            (
+                "url = \"https://t/mcp\"\nca_file = \"key.pem\"\n",
+                "no certificate",
+            ),
+            (
+                "url = \"https://t/mcp\"\nca_file = \"broken.pem\"\n",
+                "broken.pem",
+            ),
+            (
+                "url = \"http://127.0.0.1/mcp\"\nca_file = \"empty.pem\"\n",
+                "https://",
+            ),
+            ("command = \"c\"\nca_file = \"empty.pem\"\n", "https://"),
+        ] {
+            let e = parse(bad).unwrap_err();
             assert!(e.contains(want), "{bad}: {e}");
             assert!(e.contains("[servers.a]"), "{e}");
         }

@@ -59,12 +59,22 @@ impl Downstream {
                 Transport::Http {
                     url,
                     bearer_token_env,
+                    ca,
                 } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     if let Some(var) = bearer_token_env {
                         config = config.auth_header(bearer_token(var)?);
                     }
-                    let transport = StreamableHttpClientTransport::from_config(config);
+                    let mut client = reqwest::Client::builder();
+                    if let Some(ca) = ca {
+                        // Exactly these roots: a private CA is trusted for this server alone,
+                        // and no public CA can stand in for it.
+                        client = client.tls_certs_only(ca.certificates()?);
+                    }
+                    let client = client
+                        .build()
+                        .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
                     ().serve(transport).await.map_err(|e| e.to_string())
                 }
             }
