@@ -5,8 +5,9 @@
 //!
 //! ```text
 //! cargo run --release -p memlineage-bench --features postgres --example pg_writers -- \
-//!     [--writers 4] [--batch 256] [--batches 12] [--rounds 1] [--rate ENTRIES_PER_S] \
-//!     [--set name=value]... [--db-sql STATEMENT]... [--statements] [--explain LOG_COPY]
+//!     [--writers 4] [--batch 256] [--batches 12] [--rounds 1] [--rate ENTRIES_PER_S] [--warm 256] \
+//!     [--set name=value]... [--db-sql STATEMENT]... [--statements] [--series] \
+//!     [--after-sql STATEMENT]... [--explain LOG_COPY]
 //! ```
 //!
 //! **Two ways to load the log.** Without `--rate`, each writer appends its batches back to
@@ -25,8 +26,15 @@
 //! batches first, waits for the start signal, then appends them back to back. Entries per
 //! second: every entry appended over the time from the first start to the last finish.
 //! `--set` changes a server setting (`ALTER SYSTEM`, then a reload) before the run;
-//! `--statements` loads `pg_stat_statements` and prints where the server spent its time.
-//! `--rounds N` repeats the run N times on the same log (one line each). At the end the log
+//! `--statements` loads `pg_stat_statements` and prints where the server spent its time;
+//! `--series` prints each batch slot's latency per writer, in schedule order (where the tail
+//! is); `--db-sql` runs statements on the store's database before the run, `--after-sql` after
+//! it (each printed with its time and first rows: experiments on the log the run left).
+//! `--rounds N` repeats the run N times on the same log (one line each). `--warm N` (default
+//! 256, one batch) is what each writer appends, untimed, before its timed batches: a writer
+//! that has been running has its connection, prepared statements and label cache, and the
+//! store past its first thousand entries (with `--warm 1`, the first round's first batches on
+//! a brand-new store take 40–80 ms: `docs/performance.md`, "Open loop"). At the end the log
 //! is checked: its size is every batch appended, and `Memory::verify` passes.
 
 use memlineage::{Memory, OpenMode, StoreLocation, WriteRequest};
@@ -69,17 +77,19 @@ fn writer_on(url: &str) -> Res<Memory> {
     Ok(mem)
 }
 
-/// `--child URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS`: draft, say `ready`, wait
+/// `--child URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS WARM`: draft, append `WARM`
+/// entries untimed, say `ready`, wait
 /// for `go T0_NS`, append, print `lat NS SVC_NS` per batch and `span START_NS END_NS`. With an
 /// interval (not 0), batch `i` is scheduled at `T0 + OFFSET + i × INTERVAL` (wall clock, shared
 /// by the writers) and its latency counts from then; without, batches run back to back from
 /// `T0` and both figures are the batch's own time.
 fn child(args: &[String]) -> Res<()> {
-    let [url, pool_file, seed, batch, batches, interval, offset] = args else {
+    let [url, pool_file, seed, batch, batches, interval, offset, warm] = args else {
         return Err(
-            "child: expected URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS".into(),
+            "child: expected URL POOL_FILE SEED BATCH BATCHES INTERVAL_NS OFFSET_NS WARM".into(),
         );
     };
+    let warm: usize = warm.parse()?;
     let (seed, batch, batches): (u64, usize, usize) =
         (seed.parse()?, batch.parse()?, batches.parse()?);
     let (interval, offset): (u128, u128) = (interval.parse()?, offset.parse()?);
@@ -97,8 +107,13 @@ fn child(args: &[String]) -> Res<()> {
                 .collect::<Result<_, _>>()?,
         );
     }
-    // One write first, untimed: connections and prepared statements, as a running writer has.
-    mem.write_batch(vec![workload.next_request(&pool)?])?;
+    // A warm-up write first, untimed (`--warm`): connections, prepared statements, the label
+    // cache, as a running writer has them.
+    mem.write_batch(
+        (0..warm)
+            .map(|_| workload.next_request(&pool))
+            .collect::<Result<_, _>>()?,
+    )?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready")?;
     out.flush()?;
@@ -200,12 +215,15 @@ struct Options {
     batch: usize,
     batches: usize,
     rounds: usize,
+    warm: usize,
     /// Entries per second offered by all writers together (open loop); `None`: back to back.
     rate: Option<f64>,
     settings: Vec<(String, String)>,
     statements: bool,
+    series: bool,
     explain: Option<String>,
     db_sql: Vec<String>,
+    after_sql: Vec<String>,
 }
 
 fn options(args: &[String]) -> Res<Options> {
@@ -214,11 +232,14 @@ fn options(args: &[String]) -> Res<Options> {
         batch: 256,
         batches: 12,
         rounds: 1,
+        warm: 256,
         rate: None,
         settings: Vec::new(),
         statements: false,
+        series: false,
         explain: None,
         db_sql: Vec::new(),
+        after_sql: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -228,6 +249,7 @@ fn options(args: &[String]) -> Res<Options> {
             "--batch" => o.batch = value()?.parse()?,
             "--batches" => o.batches = value()?.parse()?,
             "--rounds" => o.rounds = value()?.parse()?,
+            "--warm" => o.warm = value()?.parse()?,
             "--rate" => {
                 let r: f64 = value()?.parse()?;
                 if !(r.is_finite() && r > 0.0) {
@@ -241,8 +263,10 @@ fn options(args: &[String]) -> Res<Options> {
                 o.settings.push((k.to_string(), v.to_string()));
             }
             "--statements" => o.statements = true,
+            "--series" => o.series = true,
             "--explain" => o.explain = Some(value()?.clone()),
             "--db-sql" => o.db_sql.push(value()?.clone()),
+            "--after-sql" => o.after_sql.push(value()?.clone()),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -322,9 +346,33 @@ fn parent(args: &[String]) -> Res<()> {
     }
     let mem = writer_on(&url)?;
     let size = mem.size()?;
-    let expected = before + (o.rounds * o.writers * (o.batches * o.batch + 1)) as u64;
+    let expected = before + (o.rounds * o.writers * (o.batches * o.batch + o.warm)) as u64;
     if size != expected {
         return Err(format!("the log holds {size} entries, expected {expected}").into());
+    }
+    if !o.after_sql.is_empty() {
+        let mut db = postgres::Client::connect(&url, postgres::NoTls)?;
+        for sql in &o.after_sql {
+            let t = Instant::now();
+            let rows = db.simple_query(sql)?;
+            let shown: Vec<String> = rows
+                .iter()
+                .filter_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => Some(
+                        (0..r.len())
+                            .map(|i| r.get(i).unwrap_or("NULL"))
+                            .collect::<Vec<_>>()
+                            .join("|"),
+                    ),
+                    _ => None,
+                })
+                .take(20)
+                .collect();
+            println!(
+                "after-sql {}: {sql} -> {shown:?}",
+                fmt_ns(t.elapsed().as_nanos() as f64)
+            );
+        }
     }
     if let Some(to) = &o.explain {
         std::fs::copy(cluster.log_file(), to)?;
@@ -357,6 +405,7 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
             .arg(o.batches.to_string())
             .arg(interval.to_string())
             .arg(offset.to_string())
+            .arg(o.warm.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
@@ -379,7 +428,9 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
     }
     let (mut lats, mut svcs, mut first, mut last, mut client_cpu) =
         (Vec::new(), Vec::new(), u128::MAX, 0u128, 0i64);
+    let mut series: Vec<Vec<u128>> = Vec::new();
     for (_, out) in &mut children {
+        series.push(Vec::new());
         loop {
             let mut line = String::new();
             if out.read_line(&mut line)? == 0 {
@@ -389,6 +440,9 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
             match f.as_slice() {
                 ["lat", ns, svc] => {
                     lats.push(ns.parse::<u128>()?);
+                    if let Some(s) = series.last_mut() {
+                        s.push(ns.parse::<u128>()?);
+                    }
                     svcs.push(svc.parse::<u128>()?);
                 }
                 ["cpu", t] => client_cpu += t.parse::<i64>()?,
@@ -412,6 +466,20 @@ fn run_round(o: &Options, url: &str, pool_file: &std::path::Path, round: usize) 
         }
         if !c.wait()?.success() {
             return Err("a writer failed".into());
+        }
+    }
+    if o.series {
+        // Batch `i` of writer `w` was scheduled at `offset(w) + i × interval`: one line per
+        // slot, in schedule order, the writers' latencies in ms.
+        for i in 0..o.batches {
+            let row: Vec<String> = series
+                .iter()
+                .map(|s| {
+                    s.get(i)
+                        .map_or("-".into(), |ns| format!("{:.0}", *ns as f64 / 1e6))
+                })
+                .collect();
+            println!("  slot {i:>3}: {}", row.join(" "));
         }
     }
     lats.sort_unstable();

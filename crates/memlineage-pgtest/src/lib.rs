@@ -120,11 +120,12 @@ impl Cluster {
             ],
         )?;
         // Durable commits, as the store requires; then the settings `docs/store.md` recommends
-        // for appends ("Server settings"): fewer checkpoints, compressed full-page images.
+        // for appends ("Server settings"): fewer checkpoints, compressed full-page images, and
+        // new WAL segments not zero-filled by the backend that needs one.
         let conf = "\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\n\
                     max_connections = 300\nfsync = on\nsynchronous_commit = on\n\
                     max_wal_size = '4GB'\ncheckpoint_timeout = '15min'\n\
-                    wal_compression = on\nlog_min_messages = warning\n";
+                    wal_compression = on\nwal_init_zero = off\nlog_min_messages = warning\n";
         let conf_path = cluster.data().join("postgresql.conf");
         let mut text = std::fs::read_to_string(&conf_path)
             .map_err(|e| format!("{}: {e}", conf_path.display()))?;

@@ -30,6 +30,7 @@ common::all_stores!(
     forget_with_erasure_keeps_proofs_valid,
     distrust_raises_descendants_without_rewriting_history,
     distrust_a_principal,
+    batch_parents_are_labelled_from_their_effective_labels,
     batch_write_is_atomic_and_may_chain,
     signed_label_lower_than_parents_imply_is_caught_by_verify,
     retrieval_verifies_labels_and_renders_safely,
@@ -322,6 +323,94 @@ fn distrust_raises_descendants_without_rewriting_history(store: fn() -> Box<dyn 
         let report = mem.verify(&mut |_, _| {}).unwrap();
         assert!(report.ok(), "{fallback:?}: {:?}", report.problems);
     }
+}
+
+/// A batch's parents are labelled from the store in one read (`labels_by_ids`), before and
+/// after a distrust record: each child gets the label single writes would give it, and an
+/// unknown parent still refuses the whole batch, naming the parent. Both batch paths: inline (fewer than 32) and pipelined (more).
+fn batch_parents_are_labelled_from_their_effective_labels(store: fn() -> Box<dyn Backend>) {
+    let mem = setup_with(store());
+    let trusted = |text: &str| {
+        mem.write(WriteRequest::new(&p("agent"), EntryKind::Observation, text))
+            .unwrap()
+            .id
+    };
+    let (good, bad) = (trusted("payee is DE11"), trusted("payee is DE99"));
+    let bad_child = mem
+        .write(derived("agent", "pay DE99", &[(bad, "1")]))
+        .unwrap()
+        .id;
+    let batch_of = |n: usize, tag: &str| -> Vec<WriteRequest> {
+        (0..n)
+            .map(|i| match i % 3 {
+                0 => derived("agent", &format!("{tag} {i} from good"), &[(good, "1")]),
+                1 => derived("agent", &format!("{tag} {i} from bad"), &[(bad_child, "1")]),
+                _ => derived(
+                    "agent",
+                    &format!("{tag} {i} from both"),
+                    &[(good, "0.5"), (bad_child, "0.5")],
+                ),
+            })
+            .collect()
+    };
+    let labels = |written: &[memlineage::Written]| -> Vec<TrustLabel> {
+        written.iter().map(|w| w.label).collect()
+    };
+    // Before any distrust record every parent is trusted.
+    for n in [5, 40] {
+        let written = mem.write_batch(batch_of(n, "before")).unwrap();
+        assert!(
+            labels(&written)
+                .iter()
+                .all(|l| *l == TrustLabel::DerivedTrusted),
+            "{n}: {:?}",
+            labels(&written)
+        );
+    }
+    mem.distrust(&p("operator"), DistrustTarget::Entry(bad), "planted")
+        .unwrap();
+    for n in [5, 40] {
+        let written = mem.write_batch(batch_of(n, "after")).unwrap();
+        let one_by_one: Vec<TrustLabel> = batch_of(n, "single")
+            .into_iter()
+            .map(|r| mem.write(r).unwrap().label)
+            .collect();
+        assert_eq!(labels(&written), one_by_one, "{n}");
+        assert_eq!(written[0].label, TrustLabel::DerivedTrusted, "{n}");
+        assert_eq!(written[1].label, TrustLabel::DerivedUntrusted, "{n}");
+    }
+    // Parents the handle wrote itself (its label cache holds them) beside ones it did not.
+    let written = mem
+        .write_batch(vec![derived(
+            "agent",
+            "summary of DE99",
+            &[(bad_child, "1")],
+        )])
+        .unwrap();
+    let chained = mem
+        .write_batch(vec![
+            derived("agent", "plan from the summary", &[(written[0].id, "1")]),
+            derived("agent", "plan from good", &[(good, "1")]),
+        ])
+        .unwrap();
+    assert_eq!(
+        labels(&chained),
+        [TrustLabel::DerivedUntrusted, TrustLabel::DerivedTrusted]
+    );
+    let size = mem.size().unwrap();
+    let ghost = EntryId(Hash256::of(b"never written"));
+    let mut reqs = batch_of(40, "refused");
+    reqs.push(derived("agent", "from nowhere", &[(ghost, "1")]));
+    match mem.write_batch(reqs) {
+        Err(Error::UnknownParent(id)) => assert_eq!(id, ghost),
+        other => panic!("expected UnknownParent, got {other:?}"),
+    }
+    assert_eq!(
+        mem.size().unwrap(),
+        size,
+        "nothing of the refused batch written"
+    );
+    assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
 }
 
 fn distrust_a_principal(store: fn() -> Box<dyn Backend>) {

@@ -196,6 +196,11 @@ fn reads_by_index_id_range_writer_and_edges(store: fn() -> Box<dyn Backend>) {
         (c.index, c.label, None)
     );
     assert!(r.labels_by_id(&ghost).unwrap().is_none());
+    // Many at once: in the order asked, unknown ids `None`, duplicates kept, each as one read.
+    let many = r.labels_by_ids(&[d.id, ghost, c.id, d.id]).unwrap();
+    let one = |id: &EntryId| r.labels_by_id(id).unwrap();
+    assert_eq!(many, [one(&d.id), None, one(&c.id), one(&d.id)]);
+    assert!(r.labels_by_ids(&[]).unwrap().is_empty());
     // A snapshot reads the same.
     let snap = r.snapshot().unwrap();
     assert_eq!(snap.size().unwrap(), size);
@@ -380,6 +385,16 @@ fn forgetting_is_sticky_and_distrust_raises(store: fn() -> Box<dyn Backend>) {
             .effective_label(),
         TrustLabel::DerivedUntrusted
     );
+    // Read together, the raised labels are the same as read one by one.
+    let both = r.labels_by_ids(&[child.id, b]).unwrap();
+    assert_eq!(
+        both,
+        [
+            r.labels_by_id(&child.id).unwrap(),
+            r.labels_by_id(&b).unwrap()
+        ]
+    );
+    assert_eq!(both[1].unwrap().effective, Some(TrustLabel::External));
     assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
 }
 

@@ -52,6 +52,7 @@ macro_rules! forward_reads {
             indices_by_writer(writer: &str) -> Result<Vec<u64>, Error>;
             control_records(kind: EntryKind, from: u64) -> Result<Vec<ControlRecord>, Error>;
             labels_by_id(id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+            labels_by_ids(ids: &[EntryId]) -> Result<Vec<Option<EntryLabels>>, Error>;
             index_rows(start: u64, limit: u64) -> Result<Vec<IndexRow>, Error>;
             latest_checkpoint() -> Result<Option<String>, Error>;
             checkpoint_notes(max_size: u64, limit: usize) -> Result<Vec<StoredNote>, Error>;
@@ -136,6 +137,13 @@ pub trait BackendRead {
 
     /// An entry's index, signed label (its copy) and effective label, without its leaf.
     fn labels_by_id(&self, id: &EntryId) -> Result<Option<EntryLabels>, Error>;
+
+    /// [`BackendRead::labels_by_id`] of each of `ids`, in their order (`None`: not in the
+    /// log). A write labels each new entry from its parents' labels; a backend across a
+    /// network (PostgreSQL) answers the batch's parents in one round trip instead of one each.
+    fn labels_by_ids(&self, ids: &[EntryId]) -> Result<Vec<Option<EntryLabels>>, Error> {
+        ids.iter().map(|id| self.labels_by_id(id)).collect()
+    }
 
     /// The copies of signed fields kept beside the leaves with index in `[start, start +
     /// limit)`, in index order, for the audit to compare with the leaves.
@@ -222,6 +230,9 @@ impl<T: BackendRead + ?Sized> BackendRead for &T {
     }
     fn labels_by_id(&self, id: &EntryId) -> Result<Option<EntryLabels>, Error> {
         (**self).labels_by_id(id)
+    }
+    fn labels_by_ids(&self, ids: &[EntryId]) -> Result<Vec<Option<EntryLabels>>, Error> {
+        (**self).labels_by_ids(ids)
     }
     fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error> {
         (**self).index_rows(start, limit)

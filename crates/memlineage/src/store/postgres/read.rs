@@ -98,6 +98,19 @@ fn entry(row: &Row) -> Result<StoredEntry, Error> {
 }
 
 /// The entries of `rows`, placed in the order of `keys` by `key_of` (duplicates allowed).
+/// An entry's labels from a row of `idx`, `label` (the signed copy), `effective.label`.
+fn labels_of(row: &Row) -> Result<EntryLabels, Error> {
+    let effective: Option<String> = row.try_get(2)?;
+    Ok(EntryLabels {
+        index: index_from(row.try_get(0)?)?,
+        signed: label_from(row.try_get(1)?, "label")?,
+        effective: effective
+            .as_deref()
+            .map(|e| label_from(e, "effective label"))
+            .transpose()?,
+    })
+}
+
 fn in_order<K: std::hash::Hash + Eq>(
     rows: Vec<Row>,
     keys: &[K],
@@ -317,18 +330,28 @@ impl BackendRead for Reader<'_> {
                 &[&key],
             )
         })?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let effective: Option<String> = row.try_get(2)?;
-        Ok(Some(EntryLabels {
-            index: index_from(row.try_get(0)?)?,
-            signed: label_from(row.try_get(1)?, "label")?,
-            effective: effective
-                .as_deref()
-                .map(|e| label_from(e, "effective label"))
-                .transpose()?,
-        }))
+        row.as_ref().map(labels_of).transpose()
+    }
+
+    /// One statement for all of `ids` (`= ANY`), not one round trip each.
+    fn labels_by_ids(&self, ids: &[EntryId]) -> Result<Vec<Option<EntryLabels>>, Error> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes().as_slice()).collect();
+        let rows = self.with(|c| {
+            c.query(
+                "SELECT e.idx, e.label, x.label, e.id FROM entries e \
+                 LEFT JOIN effective x ON x.id = e.id WHERE e.id = ANY($1::bytea[])",
+                &[&keys],
+            )
+        })?;
+        let mut found: HashMap<EntryId, EntryLabels> = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let id = id_from(row.try_get::<_, &[u8]>(3)?, "entry id")?;
+            found.insert(id, labels_of(row)?);
+        }
+        Ok(ids.iter().map(|id| found.get(id).copied()).collect())
     }
 
     fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error> {
