@@ -290,21 +290,33 @@ pub struct Judged {
     pub record: EntryId,
 }
 
+/// What the agent was shown in its session: the context of its next call.
+#[derive(Clone, Debug, Default)]
+pub struct SeenContext {
+    /// The entries shown, in order.
+    pub ids: Vec<EntryId>,
+    /// The document each was read from, where the tool call named one.
+    pub sources: std::collections::BTreeMap<EntryId, String>,
+}
+
 /// Gates `call` against `context` under `policy` and logs the decision, signed by `recorder`
 /// (paper §M6). With `repair`, an unjustified parameter may be replaced by a value of trusted
-/// provenance. An error means the call cannot be judged: it must not be dispatched.
+/// provenance. The context's `sources` name the documents its entries were read from (a call
+/// whose failing values all come from a document the user's request names may be a confirm).
+/// An error means the call cannot be judged: it must not be dispatched.
 pub fn gate(
     mem: &Mem,
     policy: &Policy,
     call: ToolCall,
-    context: Vec<EntryId>,
+    context: SeenContext,
     recorder: &str,
     scope: &Scope,
     repair: bool,
 ) -> Result<Judged, MemError> {
-    let mut req = GateRequest::new(call, context, &principal(recorder)?);
+    let mut req = GateRequest::new(call, context.ids, &principal(recorder)?);
     req.repair = repair;
     req.scope = scope.clone();
+    req.sources = context.sources;
     let out = mem.gate(policy, &req)?;
     let d = &out.decision;
     let mut text = format!("decision: {}\n{}", d.decision.as_str(), d.summary());

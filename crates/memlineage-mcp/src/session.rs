@@ -8,10 +8,15 @@
 //! principal), metadata `mcp.session = KEY`, content
 //!
 //! ```json
-//! {"mcp_session": "KEY", "since": 41, "seen": ["<entry id>", …]}
+//! {"mcp_session": "KEY", "since": 41, "seen": ["<entry id>", …],
+//!  "sources": {"<entry id>": "bill-december-2023.txt"}}
 //! ```
 //!
-//! where `since` is the log index of the session's first record. Restoring a session reads the
+//! where `since` is the log index of the session's first record, and `sources` (absent when
+//! empty) names the document each entry was read from, when the gateway's configuration says
+//! which argument of the tool call names it (`source`; `docs/mcp.md`, "Confirm"): what lets the
+//! gate answer *confirm* for a call whose values come from a document the user's request
+//! names. An entry keeps the first document it was recorded from. Restoring a session reads the
 //! log backwards from its end down to `since`, keeping the records of that key written by the
 //! recorder (anyone else's are ignored: a writer who could add ids to a session could add
 //! trusted carriers to the gate's context). The ids themselves are verified when they are used,
@@ -21,7 +26,7 @@ use crate::handle::{self, Mem, MemError, NewEntry};
 use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Scope};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The metadata key that marks a session record.
 pub const SESSION_META: &str = "mcp.session";
@@ -54,7 +59,13 @@ struct Record {
     mcp_session: String,
     since: u64,
     seen: Vec<EntryId>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    sources: BTreeMap<EntryId, String>,
 }
+
+/// The longest document name kept as a source, in bytes: a longer one is not kept (the gate
+/// then has no source for the entry, so it denies rather than asks).
+pub const MAX_SOURCE: usize = 1024;
 
 /// One session's state.
 #[derive(Debug)]
@@ -63,6 +74,8 @@ pub struct Session {
     /// Entries shown, in the order shown, each once.
     seen: Vec<EntryId>,
     seen_set: BTreeSet<EntryId>,
+    /// The document each shown entry was read from, where the tool call named one.
+    sources: BTreeMap<EntryId, String>,
     /// The log index of the session's first record, once it has one.
     since: Option<u64>,
     /// Texts already recorded in this session, by (principal, part, text) hash: the same
@@ -77,6 +90,7 @@ impl Session {
             key: key.to_string(),
             seen: Vec::new(),
             seen_set: BTreeSet::new(),
+            sources: BTreeMap::new(),
             since: None,
             recorded: HashMap::new(),
         }
@@ -86,7 +100,7 @@ impl Session {
     pub fn restore(mem: &Mem, key: &str, recorder: &str) -> Result<Session, MemError> {
         let mut s = Session::empty(key);
         let mut end = handle::log_size(mem)?;
-        let mut batches: Vec<Vec<EntryId>> = Vec::new();
+        let mut batches: Vec<(Vec<EntryId>, BTreeMap<EntryId, String>)> = Vec::new();
         // Unknown until the newest record is found; then the lowest `since` of any record.
         let mut stop: Option<u64> = None;
         while end > stop.unwrap_or(0) {
@@ -118,13 +132,13 @@ impl Session {
                     )));
                 }
                 stop = Some(stop.map_or(rec.since, |x| x.min(rec.since)));
-                batches.push(rec.seen);
+                batches.push((rec.seen, rec.sources));
             }
             end = start;
         }
         s.since = stop;
-        for batch in batches.into_iter().rev() {
-            s.add(batch);
+        for (seen, sources) in batches.into_iter().rev() {
+            s.add(seen, sources);
         }
         Ok(s)
     }
@@ -139,11 +153,37 @@ impl Session {
         &self.seen
     }
 
-    fn add(&mut self, ids: Vec<EntryId>) {
+    /// The documents the entries of `context` were read from, where known: the gate's
+    /// `sources`.
+    pub fn sources_of(&self, context: &[EntryId]) -> BTreeMap<EntryId, String> {
+        context
+            .iter()
+            .filter_map(|id| self.sources.get(id).map(|d| (*id, d.clone())))
+            .collect()
+    }
+
+    fn add(&mut self, ids: Vec<EntryId>, sources: BTreeMap<EntryId, String>) {
         for id in ids {
             if self.seen_set.insert(id) {
                 self.seen.push(id);
             }
+        }
+        for (id, doc) in sources {
+            self.sources.entry(id).or_insert(doc);
+        }
+    }
+
+    /// Of `ids`, those with no document yet, each mapped to `source`: what a record must add
+    /// when they were read from it. Empty without a source, or with one over [`MAX_SOURCE`]
+    /// bytes.
+    pub fn new_sources(&self, ids: &[EntryId], source: Option<&str>) -> BTreeMap<EntryId, String> {
+        match source {
+            Some(doc) if !doc.is_empty() && doc.len() <= MAX_SOURCE => ids
+                .iter()
+                .filter(|id| !self.sources.contains_key(id))
+                .map(|id| (*id, doc.to_string()))
+                .collect(),
+            _ => BTreeMap::new(),
         }
     }
 
@@ -163,10 +203,11 @@ impl Session {
         self.since
     }
 
-    /// Notes that a session record for `new`, starting the session at `since`, is in the log.
-    pub fn shown(&mut self, new: Vec<EntryId>, since: u64) {
+    /// Notes that a session record for `new` (and the documents `sources` of entries),
+    /// starting the session at `since`, is in the log.
+    pub fn shown(&mut self, new: Vec<EntryId>, sources: BTreeMap<EntryId, String>, since: u64) {
         self.since = Some(self.since.map_or(since, |s| s.min(since)));
-        self.add(new);
+        self.add(new, sources);
     }
 
     /// The entry already recorded in this session for this text, if any.
@@ -180,7 +221,8 @@ impl Session {
     }
 }
 
-/// Appends the record that session `key` is shown `new` (blocking). `since` is the session's
+/// Appends the record that session `key` is shown `new`, and that the entries of `sources`
+/// were read from those documents (blocking). `since` is the session's
 /// first record's index, or `None` for its first record; returns the `since` to keep: the log
 /// size before the first record, at or below its index (another writer may append in between),
 /// so a restore scanning down to it finds every record.
@@ -191,6 +233,7 @@ pub fn write_record(
     key: &str,
     since: Option<u64>,
     new: &[EntryId],
+    sources: &BTreeMap<EntryId, String>,
 ) -> Result<u64, MemError> {
     let since = match since {
         Some(s) => s,
@@ -200,6 +243,7 @@ pub fn write_record(
         mcp_session: key.to_string(),
         since,
         seen: new.to_vec(),
+        sources: sources.clone(),
     };
     let text = serde_json::to_string(&rec).map_err(|e| MemError(format!("session record: {e}")))?;
     handle::write_all(
@@ -256,10 +300,23 @@ mod tests {
     }
 
     fn show(mem: &Mem, s: &mut Session, ids: &[EntryId]) {
+        show_from(mem, s, ids, None);
+    }
+
+    fn show_from(mem: &Mem, s: &mut Session, ids: &[EntryId], source: Option<&str>) {
         let new = s.unseen(ids);
-        let since =
-            write_record(mem, "operator", &Scope::default(), s.key(), s.since(), &new).unwrap();
-        s.shown(new, since);
+        let sources = s.new_sources(ids, source);
+        let since = write_record(
+            mem,
+            "operator",
+            &Scope::default(),
+            s.key(),
+            s.since(),
+            &new,
+            &sources,
+        )
+        .unwrap();
+        s.shown(new, sources, since);
     }
 
     #[test]
@@ -297,6 +354,7 @@ mod tests {
             mcp_session: "s1".into(),
             since: 0,
             seen: vec![trusted],
+            sources: BTreeMap::from([(a, "forged.txt".to_string())]),
         };
         write_all(
             &mem,
@@ -311,9 +369,52 @@ mod tests {
             ],
         )
         .unwrap();
+        let back = Session::restore(&mem, "s1", "operator").unwrap();
+        assert_eq!(back.seen(), &[a]);
+        assert!(
+            back.sources_of(&[a, trusted]).is_empty(),
+            "no forged source"
+        );
+    }
+
+    #[test]
+    fn sources_come_back_from_the_log_and_keep_the_first_document() {
+        let mem = store();
+        let bill = note(&mem, "web", "IBAN US13 3000");
+        let other = note(&mem, "web", "letter");
+        let plain = note(&mem, "web", "no document");
+        let mut s = Session::restore(&mem, "s1", "operator").unwrap();
+        show_from(&mem, &mut s, &[bill], Some("bill.txt"));
+        show(&mem, &mut s, &[plain]);
+        // Seen again from another document, and a new entry from it.
+        show_from(&mem, &mut s, &[bill, other], Some("other.txt"));
+        // A name over the limit is not kept.
+        let long = "x".repeat(MAX_SOURCE + 1);
+        let far = note(&mem, "web", "far");
+        show_from(&mem, &mut s, &[far], Some(&long));
+        let want = BTreeMap::from([
+            (bill, "bill.txt".to_string()),
+            (other, "other.txt".to_string()),
+        ]);
+        assert_eq!(s.sources_of(&[bill, other, plain, far]), want);
+        let back = Session::restore(&mem, "s1", "operator").unwrap();
+        assert_eq!(back.seen(), &[bill, plain, other, far]);
+        assert_eq!(back.sources_of(back.seen()), want);
+        // A record of an older gateway (no `sources`) still reads.
+        let old = serde_json::json!({"mcp_session": "s2", "since": 0, "seen": [plain]});
+        write_all(
+            &mem,
+            &Scope::default(),
+            vec![
+                NewEntry::new("operator", EntryKind::Observation, old.to_string())
+                    .meta(SESSION_META, "s2"),
+            ],
+        )
+        .unwrap();
+        let s2 = Session::restore(&mem, "s2", "operator").unwrap();
         assert_eq!(
-            Session::restore(&mem, "s1", "operator").unwrap().seen(),
-            &[a]
+            (s2.seen(), s2.sources_of(&[plain]).len()),
+            (&[plain][..], 0)
         );
     }
 

@@ -125,11 +125,13 @@ impl Sessions {
     }
 
     /// Writes the texts the agent is about to be shown (each once per session) and records
-    /// them as shown; returns their entry ids. On error nothing may be shown.
+    /// them as shown — read from the document `source`, when the tool call named one — and
+    /// returns their entry ids. On error nothing may be shown.
     pub async fn show_texts(
         &self,
         session: &mut Session,
         texts: Vec<ShownText>,
+        source: Option<&str>,
     ) -> Result<Vec<EntryId>, MemError> {
         let mut ids: Vec<Option<EntryId>> = Vec::with_capacity(texts.len());
         let mut to_write = Vec::new();
@@ -164,7 +166,7 @@ impl Sessions {
             };
             out.push(id);
         }
-        self.show_ids(session, out.clone()).await?;
+        self.show_ids_from(session, out.clone(), source).await?;
         Ok(out)
     }
 
@@ -172,8 +174,19 @@ impl Sessions {
     /// caller stops waiting, the record may be in the log without the session knowing — more
     /// context, never less.
     pub async fn show_ids(&self, session: &mut Session, ids: Vec<EntryId>) -> Result<(), MemError> {
+        self.show_ids_from(session, ids, None).await
+    }
+
+    /// [`Sessions::show_ids`] of entries read from the document `source`.
+    pub async fn show_ids_from(
+        &self,
+        session: &mut Session,
+        ids: Vec<EntryId>,
+        source: Option<&str>,
+    ) -> Result<(), MemError> {
         let new = session.unseen(&ids);
-        if new.is_empty() {
+        let sources = session.new_sources(&ids, source);
+        if new.is_empty() && sources.is_empty() {
             return Ok(());
         }
         let recorder = self.recorder.clone();
@@ -181,11 +194,12 @@ impl Sessions {
         let key = session.key().to_string();
         let since = session.since();
         let ids = new.clone();
+        let documents = sources.clone();
         let since = handle::blocking(&self.mem, move |mem| {
-            crate::session::write_record(mem, &recorder, &scope, &key, since, &ids)
+            crate::session::write_record(mem, &recorder, &scope, &key, since, &ids, &documents)
         })
         .await?;
-        session.shown(new, since);
+        session.shown(new, sources, since);
         Ok(())
     }
 
@@ -226,6 +240,7 @@ impl Sessions {
                 entry,
                 part: "user_request".into(),
             }],
+            None,
         )
         .await
         .map(|_| ())

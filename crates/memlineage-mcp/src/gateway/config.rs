@@ -74,6 +74,7 @@ struct RawTool {
     principal: Option<String>,
     #[serde(default)]
     fields: BTreeMap<String, String>,
+    source: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +157,10 @@ pub struct ServerSpec {
     pub principal: String,
     /// Per-tool authors (tools not named here: all results by `principal`).
     pub tools: BTreeMap<String, Authors>,
+    /// Per tool, the argument of its calls that names the document its result was read from
+    /// (`source`: a file path, a document id), as AgentDojo's trust maps say it
+    /// (`docs/mcp.md`, "Confirm").
+    pub sources: BTreeMap<String, String>,
     /// The gate policy for its tools (names as the server has them); `None`: nothing sensitive.
     pub policy: Option<Arc<Policy>>,
     /// Repair a call the gate would deny when a trusted value can replace the offending one.
@@ -171,6 +176,11 @@ impl ServerSpec {
             .get(tool)
             .cloned()
             .unwrap_or_else(|| Authors::whole(&self.principal))
+    }
+
+    /// The argument of `tool`'s calls that names the document its result was read from.
+    pub fn source_arg(&self, tool: &str) -> Option<&str> {
+        self.sources.get(tool).map(String::as_str)
     }
 
     /// Every principal named for this server.
@@ -367,6 +377,7 @@ fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
         None => None,
     };
     let mut tools = BTreeMap::new();
+    let mut sources = BTreeMap::new();
     for (tool, t) in s.tools {
         let there = format!("[servers.{name}.tools.{tool}]");
         if tool.is_empty() {
@@ -380,6 +391,14 @@ fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
             check_principal(&p, &there)?;
             fields.push((path, p));
         }
+        if let Some(arg) = t.source {
+            if arg.is_empty() || arg.len() > 128 || arg.chars().any(char::is_control) {
+                return Err(format!(
+                    "{there}: `source` names an argument of the tool's calls: 1 to 128 characters, none a control character"
+                ));
+            }
+            sources.insert(tool.clone(), arg);
+        }
         tools.insert(tool, Authors { principal, fields });
     }
     let timeout = s.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
@@ -391,6 +410,7 @@ fn server(name: &str, s: RawServer, dir: &Path) -> Result<ServerSpec, String> {
         transport,
         principal: s.principal,
         tools,
+        sources,
         policy,
         repair: s.repair.unwrap_or(true),
         timeout: Duration::from_secs(timeout),
@@ -451,6 +471,10 @@ principal = "bank"
 [servers.bank.tools.get_transactions]
 fields = { "transactions[].subject" = "senders" }
 
+[servers.bank.tools.read_file]
+principal = "files"
+source = "file_path"
+
 [servers.web]
 url = "http://127.0.0.1:9000/mcp"
 principal = "web"
@@ -471,7 +495,9 @@ principal = "web"
         assert_eq!(a.principal, "bank");
         assert_eq!(a.fields[0].1, "senders");
         assert_eq!(bank.authors("send_money"), Authors::whole("bank"));
-        assert_eq!(bank.principals(), vec!["bank", "senders"]);
+        assert_eq!(bank.principals(), vec!["bank", "senders", "files"]);
+        assert_eq!(bank.source_arg("read_file"), Some("file_path"));
+        assert_eq!(bank.source_arg("get_transactions"), None);
         assert!(matches!(c.servers[1].transport, Transport::Http { .. }));
     }
 
@@ -607,6 +633,10 @@ principal = "web"
             (
                 "[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\n[servers.a.tools.t]\nfields = { \"a[0]\" = \"p\" }\n",
                 "invalid field path",
+            ),
+            (
+                "[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\n[servers.a.tools.t]\nsource = \"\"\n",
+                "`source` names an argument",
             ),
             (
                 "[gateway]\nsession = \"a b\"\n[servers.a]\ncommand = \"c\"\nprincipal = \"x\"\n",

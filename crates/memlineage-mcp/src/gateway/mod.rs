@@ -98,7 +98,7 @@ impl Gateway {
         ds: &Downstream,
         tool: &str,
         arguments: &Map<String, Value>,
-        context: Vec<memlineage_core::EntryId>,
+        context: handle::SeenContext,
     ) -> Result<Option<Judged>, String> {
         let Some(policy) = ds.spec.policy.clone() else {
             return Ok(None);
@@ -175,7 +175,7 @@ impl ServerHandler for Gateway {
         let mut s = session.lock().await;
         self.state
             .sessions
-            .show_texts(&mut s, listings)
+            .show_texts(&mut s, listings, None)
             .await
             .map_err(|e| {
                 McpError::internal_error(
@@ -214,15 +214,18 @@ impl ServerHandler for Gateway {
             .session(meta.as_ref())
             .await
             .map_err(|e| McpError::invalid_params(e, None))?;
-        let context_ids = {
+        let seen = {
             let mut s = session.lock().await;
             if let Err(e) = sessions.user_request(&mut s, meta.as_ref()).await {
                 return Ok(tool_error(format!("{name}: not forwarded: {e}"), None));
             }
-            s.seen().to_vec()
+            handle::SeenContext {
+                ids: s.seen().to_vec(),
+                sources: s.sources_of(s.seen()),
+            }
         };
         let arguments = request.arguments.clone().unwrap_or_default();
-        let judged = match self.gate(ds, &tool, &arguments, context_ids).await {
+        let judged = match self.gate(ds, &tool, &arguments, seen).await {
             Ok(j) => j,
             Err(e) => {
                 return Ok(tool_error(
@@ -262,6 +265,14 @@ impl ServerHandler for Gateway {
             forward = j.arguments.clone();
             result_meta.insert(DECISION_KEY.into(), decision);
         }
+        // The document the result is read from: the configured argument of the call as it
+        // is forwarded (a repaired call reads what its repaired arguments name).
+        let source = ds
+            .spec
+            .source_arg(&tool)
+            .and_then(|arg| forward.get(arg))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let params = CallToolRequestParams::new(tool.clone()).with_arguments(forward);
         let mut result = match ds.call(params, &context.ct).await {
             Ok(r) => r,
@@ -292,7 +303,7 @@ impl ServerHandler for Gateway {
         );
         let ids = {
             let mut s = session.lock().await;
-            match sessions.show_texts(&mut s, texts).await {
+            match sessions.show_texts(&mut s, texts, source.as_deref()).await {
                 Ok(ids) => ids,
                 Err(e) => {
                     return Ok(tool_error(
