@@ -70,8 +70,21 @@ amount    = { type = "amount", require = "DERIVED_TRUSTED", unjustified = "allow
 /// directory; returns the configuration's path. `extra` is appended to the `[servers.bank]`
 /// table.
 pub fn bank_config(store: &Store, py: &Path, file: &str, extra: &str) -> PathBuf {
+    bank_config_with(store, py, file, POLICY, extra, "")
+}
+
+/// [`bank_config`] with `policy` as the bank's gate policy and `tools` (more
+/// `[servers.bank.tools.TOOL]` tables) at the end of the configuration.
+pub fn bank_config_with(
+    store: &Store,
+    py: &Path,
+    file: &str,
+    policy: &str,
+    extra: &str,
+    tools: &str,
+) -> PathBuf {
     let dir = store.dir.path();
-    std::fs::write(dir.join("policy.toml"), POLICY).unwrap();
+    std::fs::write(dir.join("policy.toml"), policy).unwrap();
     let config = format!(
         r#"
 [gateway]
@@ -87,6 +100,8 @@ policy = "policy.toml"
 
 [servers.bank.tools.get_most_recent_transactions]
 fields = {{ "transactions[].subject" = "senders", "transactions[].sender" = "senders" }}
+
+{tools}
 "#,
         py = py.display().to_string(),
         script = peer("bank_server.py").display().to_string(),
