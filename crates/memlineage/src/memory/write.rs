@@ -9,7 +9,7 @@ use super::relabel::LabelGuard;
 use super::signing::{Draft, PARALLEL_SIGNING_MIN, Signed, sign_pipelined, signing_threads};
 use super::stage::{self, Effect};
 use crate::error::{Error, InputError, Refusal, StoreState};
-use crate::store::{AppendGuard, BackendRead, EntryLabels, NewRecord};
+use crate::store::{AppendGuard, BackendRead, NewRecord};
 use ed25519_dalek::VerifyingKey;
 use memlineage_core::entry::{EntryBody, EntryKind, Parent, Scope};
 use memlineage_core::label::{Fallback, TrustClass, TrustLabel, Weight};
@@ -258,7 +258,7 @@ impl Memory {
         distrust: &DistrustLog,
         req: WriteRequest,
         batch: &HashMap<EntryId, TrustLabel>,
-        read_ahead: &HashMap<EntryId, EntryLabels>,
+        read_ahead: &HashMap<EntryId, TrustLabel>,
     ) -> Result<Draft, Error> {
         if req.content.is_empty() && !req.kind.is_control() {
             return Err(InputError::EmptyContent.into());
@@ -295,7 +295,7 @@ impl Memory {
             let label = match batch.get(&p.id) {
                 Some(l) => *l,
                 None => match read_ahead.get(&p.id) {
-                    Some(labels) => labels.effective_label(),
+                    Some(label) => *label,
                     None => self.parent_label(&p.id, distrust)?,
                 },
             };
@@ -347,11 +347,11 @@ impl Memory {
         })
     }
 
-    /// The labels of the batch's parents that [`Memory::parent_label`] would read from the
-    /// store one at a time, read in one store call ([`BackendRead::labels_by_ids`]: one round
-    /// trip on PostgreSQL, where 256 entries with two parents each cost 512 before): every
-    /// parent not in the label cache, or every parent once the log holds a distrust record
-    /// (effective labels may then differ from the signed ones). Read after the registry and
+    /// The effective labels of the batch's parents, each looked up once: from the label cache
+    /// while the log holds no distrust record (as [`Memory::parent_label`] does), the others
+    /// read in one store call ([`BackendRead::labels_by_ids`]: one round trip on PostgreSQL,
+    /// where 256 entries with two parents each cost 512 before) — every parent once a distrust
+    /// record exists (effective labels may then differ from the signed ones). Read after the registry and
     /// distrust refresh, as the single reads were, so the guard's re-check is unchanged. A
     /// parent missing here (not in the log, or an entry of this very batch) is looked up as
     /// before, so an unknown parent fails with the same error.
@@ -359,27 +359,33 @@ impl Memory {
         &self,
         reqs: &[WriteRequest],
         distrust: &DistrustLog,
-    ) -> Result<HashMap<EntryId, EntryLabels>, Error> {
+    ) -> Result<HashMap<EntryId, TrustLabel>, Error> {
         let cached = distrust.is_empty();
-        let mut wanted: Vec<EntryId> = reqs
-            .iter()
-            .flat_map(|r| r.parents.iter().map(|p| p.id))
-            .filter(|id| !(cached && self.labels.get(id).is_some()))
-            .collect();
+        let mut labels = HashMap::new();
+        let mut wanted: Vec<EntryId> = Vec::new();
+        for id in reqs.iter().flat_map(|r| r.parents.iter().map(|p| p.id)) {
+            if labels.contains_key(&id) {
+                continue;
+            }
+            match self.labels.get(&id).filter(|_| cached) {
+                Some(label) => {
+                    labels.insert(id, label);
+                }
+                None => wanted.push(id),
+            }
+        }
         wanted.sort_unstable();
         wanted.dedup();
-        let mut found = HashMap::with_capacity(wanted.len());
         for chunk in wanted.chunks(READ_AHEAD_CHUNK) {
-            let labels = self.reads().labels_by_ids(chunk)?;
-            for (id, l) in chunk.iter().zip(labels) {
+            let read = self.reads().labels_by_ids(chunk)?;
+            for (id, l) in chunk.iter().zip(read) {
                 if let Some(l) = l {
-                    found.insert(*id, l);
+                    self.labels.extend([(*id, l.signed)]);
+                    labels.insert(*id, l.effective_label());
                 }
             }
         }
-        self.labels
-            .extend(found.iter().map(|(id, l)| (*id, l.signed)));
-        Ok(found)
+        Ok(labels)
     }
 
     /// The effective label of parent `id` for a new entry: from the label cache while the
