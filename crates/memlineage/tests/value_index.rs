@@ -69,7 +69,8 @@ fn an_older_store_is_filled_on_open_and_refused_read_only_until_then() {
     // As a store made before the index existed.
     raw(
         &file,
-        "DELETE FROM value_keys; DELETE FROM settings WHERE key = 'value_index';",
+        "DELETE FROM value_keys; DELETE FROM value_keys_tail; \
+         DELETE FROM settings WHERE key = 'value_index';",
     );
     refused_until_filled(&location, memo);
 }
@@ -132,6 +133,7 @@ fn a_store_indexed_under_older_keys_is_filled_again() {
         &file,
         &format!(
             "DELETE FROM value_keys WHERE idx = {mail}; \
+             DELETE FROM value_keys_tail WHERE idx = {mail}; \
              UPDATE settings SET value = '1' WHERE key = 'value_index';"
         ),
     );
@@ -156,7 +158,10 @@ fn verify_reports_an_index_row_removed_behind_the_programs_back() {
     };
     raw(
         &file,
-        &format!("DELETE FROM value_keys WHERE idx = {};", mail.index),
+        &format!(
+            "DELETE FROM value_keys WHERE idx = {0}; DELETE FROM value_keys_tail WHERE idx = {0};",
+            mail.index
+        ),
     );
     let found = problems(&location);
     assert!(

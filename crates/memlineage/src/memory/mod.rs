@@ -284,6 +284,7 @@ impl Memory {
     pub fn forget_verified(&self) {
         self.verified.clear();
         self.carriers.clear();
+        self.backend.forget_cached();
     }
 
     /// The keyring: load the secret keys this process signs with.

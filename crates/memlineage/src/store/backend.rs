@@ -304,6 +304,12 @@ pub trait Backend: BackendRead + Send + Sync {
     /// [`StoreState::ReadOnly`]: crate::error::StoreState::ReadOnly
     fn read_only(&self) -> bool;
 
+    /// Drops whatever the backend remembers of what it read (SQLite: its copy of the value
+    /// index's tail), so that the next reads see the stored tables as they are now — what an
+    /// audit checks, and what [`Memory::forget_verified`](crate::Memory::forget_verified)
+    /// promises. Provided: nothing is remembered.
+    fn forget_cached(&self) {}
+
     /// Keeps embeddings (insert or replace by index and model), in one transaction. A row for
     /// an entry that is not in the log or that a tombstone has forgotten is not kept (checked
     /// inside the transaction, so an embedding computed before a concurrent tombstone never

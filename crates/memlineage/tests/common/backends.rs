@@ -194,12 +194,19 @@ impl Backend for InTempDir {
     fn read_only(&self) -> bool {
         self.inner.read_only()
     }
+    fn forget_cached(&self) {
+        self.inner.forget_cached()
+    }
 }
 
-/// A fresh SQLite store in a file of its own temporary directory.
+/// A fresh SQLite store in a file of its own temporary directory. Its value index's tail is
+/// merged every 4 entries (the default is 16,384), so that every suite run on it also runs
+/// across merges; the in-memory SQLite store keeps the default.
 pub fn sqlite_file() -> Box<dyn Backend> {
     let dir = tempfile::tempdir().unwrap();
-    let inner = SqliteStore::open(&dir.path().join("store.db")).unwrap();
+    let inner = SqliteStore::open(&dir.path().join("store.db"))
+        .unwrap()
+        .value_tail(4);
     Box::new(InTempDir { inner, _dir: dir })
 }
 

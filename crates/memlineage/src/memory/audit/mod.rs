@@ -144,6 +144,8 @@ struct Pass1 {
 impl Memory {
     /// Audits the whole store; `progress(done, total)` is called after every chunk of pass 1.
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<AuditReport, Error> {
+        // The audit checks the stored tables, not what this handle's backend remembers of them.
+        self.backend.forget_cached();
         let total = self.reads().size()?;
         let cp_note = self.reads().latest_checkpoint()?;
         let mut p = Pass1 {

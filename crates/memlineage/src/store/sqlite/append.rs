@@ -8,10 +8,13 @@ use crate::store::rows::AppendBatch;
 use rusqlite::{Connection, params};
 
 /// Writes `batch`, calling the guard at each stage. The caller commits.
+/// `tail_entries`: when the value index's tail spans that many entries, it is merged
+/// (`values.rs`).
 pub(super) fn write(
     tx: &Connection,
     batch: &AppendBatch,
     guard: &mut AppendGuard<'_>,
+    tail_entries: u64,
 ) -> Result<(), Error> {
     {
         let mut ins_setting =
@@ -42,7 +45,7 @@ pub(super) fn write(
                 ins_fts.execute(params![idx, text])?;
             }
         }
-        super::values::insert(
+        super::values::insert_appended(
             tx,
             batch
                 .entries
@@ -95,6 +98,9 @@ pub(super) fn write(
         for (id, label) in &batch.raised {
             put_effective.execute(params![id.as_bytes().as_slice(), label.as_str()])?;
         }
+    }
+    if let Some(last) = batch.entries.last() {
+        super::values::merge_if_full(tx, last.index + 1, tail_entries)?;
     }
     guard.reached(WriteStage::Derived)?;
     guard.reached(WriteStage::Commit)

@@ -188,7 +188,8 @@ mod tests {
         let store = db(300);
         store
             .with_writer(|c| {
-                let r = Reader(c);
+                let tail = super::super::value_tail::Tail::default();
+                let r = Reader(c, &tail);
                 // Out of order, duplicated, missing, and longer than one bucket.
                 let indices: Vec<u64> = (0..290u64)
                     .map(|k| (k * 37) % 310)
@@ -224,7 +225,8 @@ mod tests {
                     [Hash256::of(&2i64.to_be_bytes()).0.as_slice()],
                 )?;
                 let err = by_index(c, &[1, 2, 3]).unwrap_err();
-                let single = Reader(c).entry_by_index(2).unwrap_err();
+                let tail = super::super::value_tail::Tail::default();
+                let single = Reader(c, &tail).entry_by_index(2).unwrap_err();
                 assert_eq!(err.to_string(), single.to_string());
                 assert!(by_index(c, &[1, 3]).is_ok());
                 assert!(matches!(

@@ -21,6 +21,7 @@ mod pool;
 mod read;
 mod schema;
 mod search;
+mod value_tail;
 mod values;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
@@ -38,11 +39,15 @@ use pool::{Pool, Pooled};
 use read::Reader;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
-use schema::{CREATE, CREATE_EMBEDDINGS, CREATE_VALUE_KEYS, SCHEMA_VERSION};
+use schema::{
+    CREATE, CREATE_EMBEDDINGS, CREATE_VALUE_KEYS, CREATE_VALUE_TAIL, SCHEMA_VERSION,
+    UPGRADABLE_VERSION,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use value_tail::Tail;
 
 /// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
 /// 25 texts besides at most 27 bucketed reads of nodes and entries, `buckets.rs`).
@@ -85,6 +90,10 @@ pub struct SqliteStore {
     commits: AtomicU64,
     /// Opened with `SQLITE_OPEN_READ_ONLY` ([`SqliteStore::open_read_only`]).
     read_only: bool,
+    /// The handle's copy of the value index's tail (`value_tail.rs`).
+    tail: Tail,
+    /// Entries after which an append merges the value index's tail ([`SqliteStore::value_tail`]).
+    tail_entries: u64,
 }
 
 impl SqliteStore {
@@ -106,13 +115,13 @@ impl SqliteStore {
     /// with `SQLITE_OPEN_READ_ONLY` and set `query_only`, so nothing can be written through
     /// it (a monitor follows a log this way, and needs only read permission on the file).
     /// Both writes fail with [`StoreState::ReadOnly`]. A file that is not a store of this
-    /// schema version is refused.
+    /// schema version (or of version 1, read as it is) is refused.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore, Error> {
         let conn = Connection::open_with_flags(path, READ_ONLY_FLAGS)?;
         configure(&conn)?;
         conn.pragma_update(None, "query_only", true)?;
         let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version != SCHEMA_VERSION {
+        if version != SCHEMA_VERSION && version != UPGRADABLE_VERSION {
             return Err(StoreState::UnsupportedSchema {
                 found: version,
                 supported: SCHEMA_VERSION,
@@ -125,12 +134,23 @@ impl SqliteStore {
             path: Some(path.to_path_buf()),
             commits: AtomicU64::new(0),
             read_only: true,
+            tail: Tail::default(),
+            tail_entries: values::TAIL_ENTRIES,
         })
     }
 
     /// An in-memory database (tests, the evaluation): gone when dropped.
     pub fn in_memory() -> Result<SqliteStore, Error> {
         Self::init(Connection::open_in_memory()?, None)
+    }
+
+    /// Sets after how many entries an append merges the value index's tail into its
+    /// key-ordered table (default 16,384, `docs/store.md`, "Value index"). Smaller tails cost
+    /// less memory per handle and more pages per entry; what a lookup answers is the same for
+    /// any size (tests use tiny ones to merge often).
+    pub fn value_tail(mut self, entries: u64) -> SqliteStore {
+        self.tail_entries = entries.max(1);
+        self
     }
 
     fn init(conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore, Error> {
@@ -142,7 +162,13 @@ impl SqliteStore {
         let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version == 0 {
             conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {CREATE} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+                "BEGIN IMMEDIATE; {CREATE} {CREATE_VALUE_TAIL} \
+                 PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))?;
+        } else if version == UPGRADABLE_VERSION {
+            // Version 1 → 2: the value index's tail, empty (every key is in `value_keys`).
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {CREATE_VALUE_TAIL} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             ))?;
         } else if version != SCHEMA_VERSION {
             return Err(StoreState::UnsupportedSchema {
@@ -161,6 +187,8 @@ impl SqliteStore {
             path,
             commits: AtomicU64::new(0),
             read_only: false,
+            tail: Tail::default(),
+            tail_entries: values::TAIL_ENTRIES,
         })
     }
 
@@ -195,7 +223,7 @@ impl SqliteStore {
 
     fn with<R>(&self, f: impl FnOnce(&Reader<'_>) -> Result<R, Error>) -> Result<R, Error> {
         let conn = self.reader()?;
-        f(&Reader(&conn))
+        f(&Reader(&conn, &self.tail))
     }
 
     /// Runs `f` on the write connection (unit tests that build tables by hand).
@@ -246,6 +274,7 @@ impl TextIndex for SqliteStore {
 /// A read transaction on one connection, ended (and the connection returned) when dropped.
 struct Snapshot<'a> {
     conn: Pooled<'a>,
+    tail: &'a Tail,
 }
 
 impl Drop for Snapshot<'_> {
@@ -266,7 +295,7 @@ macro_rules! delegate_snapshot {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         impl BackendRead for Snapshot<'_> {
             $(fn $name(&self, $($arg: $ty),*) -> $ret {
-                Reader(&self.conn).$name($($arg),*)
+                Reader(&self.conn, self.tail).$name($($arg),*)
             })*
             fn text_index(&self) -> &dyn TextIndex {
                 self
@@ -279,7 +308,7 @@ super::backend::forward_reads!(delegate_snapshot! {});
 
 impl TextIndex for Snapshot<'_> {
     fn search(&self, terms: &SearchTerms, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
-        Reader(&self.conn).search(terms, scope, limit)
+        Reader(&self.conn, self.tail).search(terms, scope, limit)
     }
 }
 
@@ -298,16 +327,19 @@ impl Backend for SqliteStore {
     fn snapshot(&self) -> Result<Box<dyn BackendRead + '_>, Error> {
         let conn = self.reader()?;
         conn.prepare_cached("BEGIN")?.execute([])?;
-        Ok(Box::new(Snapshot { conn }))
+        Ok(Box::new(Snapshot {
+            conn,
+            tail: &self.tail,
+        }))
     }
 
     fn append(&self, guard: &mut AppendGuard<'_>) -> Result<u64, Error> {
         self.writable()?;
         let mut conn = self.lock_writer()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let first = Reader(&tx).size()?;
-        let batch = guard.run(&Reader(&tx), first)?;
-        append::write(&tx, &batch, guard)?;
+        let first = Reader(&tx, &self.tail).size()?;
+        let batch = guard.run(&Reader(&tx, &self.tail), first)?;
+        append::write(&tx, &batch, guard, self.tail_entries)?;
         tx.commit()?;
         self.committed();
         Ok(first)
@@ -335,7 +367,7 @@ impl Backend for SqliteStore {
         self.writable()?;
         let mut conn = self.lock_writer()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        values::insert(&tx, rows.rows().iter().map(|(k, i)| (k, *i)))?;
+        values::insert_filled(&tx, rows.rows().iter().map(|(k, i)| (k, *i)))?;
         if let Some(marker) = rows.marker() {
             tx.prepare_cached("INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)")?
                 .execute(params![marker.0, marker.1])?;
@@ -343,6 +375,10 @@ impl Backend for SqliteStore {
         tx.commit()?;
         self.committed();
         Ok(())
+    }
+
+    fn forget_cached(&self) {
+        self.tail.forget();
     }
 
     fn commits(&self) -> Option<u64> {

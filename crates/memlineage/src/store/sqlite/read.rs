@@ -1,6 +1,7 @@
 //! The read queries, over any connection or transaction (autocommit reads, a snapshot, the
 //! append transaction).
 
+use super::value_tail::Tail;
 use super::{embeddings, entries, nodes, search, to_i64};
 use crate::error::{Error, IntegrityCheck};
 use crate::store::backend::{BackendRead, TextIndex};
@@ -15,8 +16,11 @@ use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// Read queries over one connection.
-pub(in crate::store) struct Reader<'a>(pub(in crate::store) &'a Connection);
+/// Read queries over one connection, with the store's copy of the value index's tail.
+pub(in crate::store) struct Reader<'a>(
+    pub(in crate::store) &'a Connection,
+    pub(in crate::store) &'a Tail,
+);
 
 pub(super) const ENTRY_COLUMNS: &str = "e.idx, e.id, e.leaf, c.bytes, f.tombstone, x.label";
 pub(super) const ENTRY_FROM: &str = "entries e LEFT JOIN content c ON c.idx = e.idx \
@@ -343,7 +347,7 @@ impl BackendRead for Reader<'_> {
     }
 
     fn value_carriers(&self, key: &ValueKey, from: u64, limit: usize) -> Result<Vec<u64>, Error> {
-        super::values::carriers(self.0, key, from, limit)
+        super::values::carriers(self.0, self.1, key, from, limit)
     }
 }
 

@@ -1,9 +1,16 @@
-//! The SQLite schema, version 1. Documented byte by byte in `docs/store.md`.
+//! The SQLite schema, version 2. Documented byte by byte in `docs/store.md`.
 
-/// The schema version this library writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this library writes and reads. Version 2 added the value index's tail
+/// ([`CREATE_VALUE_TAIL`]): a library that knows only version 1 would read `value_keys` alone
+/// and miss the carriers still in the tail, so it must refuse such a store (it does: it
+/// accepts exactly its own version).
+pub const SCHEMA_VERSION: u32 = 2;
 
-/// Creates every table of schema version 1.
+/// The version a store is upgraded from on a writable open: the tables of version 2 are
+/// created, and the version set, in one transaction; nothing stored changes.
+pub const UPGRADABLE_VERSION: u32 = 1;
+
+/// Creates every table of schema version 1 (version 2 adds [`CREATE_VALUE_TAIL`]).
 pub const CREATE: &str = r#"
 CREATE TABLE IF NOT EXISTS settings (
     key   TEXT PRIMARY KEY,
@@ -84,4 +91,19 @@ CREATE TABLE IF NOT EXISTS value_keys (
     idx INTEGER NOT NULL,                -- = entries.idx of an entry whose content carries it
     PRIMARY KEY (key, idx)
 ) WITHOUT ROWID;
+"#;
+
+/// The value index's tail and merge point (schema version 2, `values.rs`): the keys of recently
+/// appended entries ordered by entry index, moved into `value_keys` in bulk; `value_keys_merged`
+/// holds the index below which every tail row was moved (no row: none yet).
+pub const CREATE_VALUE_TAIL: &str = r#"
+CREATE TABLE IF NOT EXISTS value_keys_tail (
+    idx INTEGER NOT NULL,                -- = entries.idx of an entry whose content carries it
+    key BLOB NOT NULL,                   -- 16 bytes, as in value_keys
+    PRIMARY KEY (idx, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS value_keys_merged (
+    id    INTEGER PRIMARY KEY CHECK (id = 0),
+    below INTEGER NOT NULL               -- every tail row with idx < below is in value_keys
+);
 "#;
