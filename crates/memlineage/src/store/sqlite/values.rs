@@ -94,12 +94,11 @@ pub(super) fn insert_appended<'r>(
     tx: &Connection,
     rows: impl IntoIterator<Item = (&'r ValueKey, u64)>,
 ) -> Result<(), Error> {
-    let mut put =
-        tx.prepare_cached("INSERT OR IGNORE INTO value_keys_tail (idx, key) VALUES (?1, ?2)")?;
-    for (key, index) in rows {
-        put.execute(params![to_i64(index)?, key.as_bytes().as_slice()])?;
-    }
-    Ok(())
+    insert(
+        tx,
+        "INSERT OR IGNORE INTO value_keys_tail (key, idx) VALUES (?1, ?2)",
+        rows,
+    )
 }
 
 /// Inserts `(key, index)` rows into the merged table directly: how the handle fills the index
@@ -108,8 +107,19 @@ pub(super) fn insert_filled<'r>(
     tx: &Connection,
     rows: impl IntoIterator<Item = (&'r ValueKey, u64)>,
 ) -> Result<(), Error> {
-    let mut put =
-        tx.prepare_cached("INSERT OR IGNORE INTO value_keys (key, idx) VALUES (?1, ?2)")?;
+    insert(
+        tx,
+        "INSERT OR IGNORE INTO value_keys (key, idx) VALUES (?1, ?2)",
+        rows,
+    )
+}
+
+fn insert<'r>(
+    tx: &Connection,
+    sql: &str,
+    rows: impl IntoIterator<Item = (&'r ValueKey, u64)>,
+) -> Result<(), Error> {
+    let mut put = tx.prepare_cached(sql)?;
     for (key, index) in rows {
         put.execute(params![key.as_bytes().as_slice(), to_i64(index)?])?;
     }
