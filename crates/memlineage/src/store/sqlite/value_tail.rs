@@ -21,6 +21,7 @@
 use super::read::index_from;
 use super::to_i64;
 use crate::error::Error;
+use crate::store::BackendRead;
 use memlineage_core::gate::ValueKey;
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
@@ -58,7 +59,8 @@ impl Tail {
             return Ok(Vec::new());
         }
         let below = super::values::merged_below(conn)?;
-        let size = size(conn)?;
+        // The snapshot's log size, read as every other read of the store reads it.
+        let size = BackendRead::size(&super::read::Reader(conn, self))?;
         let mut copy = self.state.lock().map_err(|_| {
             Error::internal("value tail mutex poisoned by a panic in another thread")
         })?;
@@ -124,13 +126,6 @@ impl Tail {
         }
         Ok(found > 0)
     }
-}
-
-fn size(conn: &Connection) -> Result<u64, Error> {
-    let n: i64 = conn
-        .prepare_cached("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries")?
-        .query_row([], |r| r.get(0))?;
-    index_from(n)
 }
 
 /// The tail's carriers of `key` read from the table itself (a scan of the tail from `from`).
