@@ -1,10 +1,11 @@
-//! The SQLite value index's tail (schema version 2, `store/sqlite/values.rs`): appends write
-//! their keys to a tail ordered by entry index and merge it into the key-ordered table every
-//! so many entries; a lookup reads both, the tail through the store value's copy of it. Every
-//! answer must equal the in-memory backend's, whatever the tail's size, however many merges
-//! happened meanwhile, through a long-lived store value (whose copy spans merges), a fresh one,
-//! and a snapshot begun before a merge; a version-1 store is upgraded on a writable open and
-//! read as it is read-only.
+//! The SQLite store's tail (schema versions 2 and 3, `store/sqlite/values.rs`, `ids.rs`):
+//! appends write their value keys to a tail ordered by entry index, and their ids only to
+//! `entries`, and merge both into key-ordered tables every so many entries; a lookup reads
+//! both, the tail through the store value's copy of it. Every value lookup must equal the
+//! in-memory backend's, and every entry be found by its id as by its index, whatever the
+//! tail's size, however many merges happened meanwhile, through a long-lived store value
+//! (whose copy spans merges), a fresh one, and a snapshot begun before a merge; version-1 and
+//! 2 stores are upgraded on a writable open and read as they are read-only.
 
 mod common;
 
@@ -13,6 +14,7 @@ use memlineage::store::{Backend, BackendRead};
 use memlineage::{Memory, MemoryStore, SqliteStore, WriteRequest};
 use memlineage_core::entry::EntryKind;
 use memlineage_core::gate::{ValueKey, value_keys_of_text};
+use memlineage_core::{EntryId, Hash256};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
@@ -64,6 +66,72 @@ fn answers(reads: &dyn BackendRead, size: u64) -> Vec<Vec<u64>> {
     out
 }
 
+/// Every entry is found by its id as by its index (one at a time, many at once with
+/// duplicates and ids not in the log, and by its labels), ids not in the log are not, and
+/// id ranges equal the sorted ids: the id index (`entry_ids` and the tail) as `reads` sees it.
+/// `later`: ids of entries appended after `reads`'s snapshot, which it must not find.
+fn check_ids(reads: &dyn BackendRead, size: u64, later: &[EntryId], what: &str) {
+    let logged: Vec<EntryId> = (0..size)
+        .map(|i| reads.entry_by_index(i).unwrap().expect("in the log").id)
+        .collect();
+    let mut ghosts: Vec<EntryId> = (0..3u8).map(|g| EntryId(Hash256::of(&[g]))).collect();
+    ghosts.extend(later);
+    for (i, id) in logged.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(
+            reads.entry_by_id(id).unwrap().map(|e| e.index),
+            Some(i),
+            "{what}: {id}"
+        );
+        assert_eq!(
+            reads.labels_by_id(id).unwrap().map(|l| l.index),
+            Some(i),
+            "{what}: {id}"
+        );
+    }
+    for ghost in &ghosts {
+        assert!(reads.entry_by_id(ghost).unwrap().is_none(), "{what}");
+        assert!(reads.labels_by_id(ghost).unwrap().is_none(), "{what}");
+    }
+    let mut asked: Vec<EntryId> = logged.iter().rev().step_by(2).copied().collect();
+    asked.extend(&ghosts);
+    asked.extend(logged.first());
+    asked.extend(logged.last());
+    let expected: Vec<Option<u64>> = asked
+        .iter()
+        .map(|id| logged.iter().position(|l| l == id).map(|i| i as u64))
+        .collect();
+    let many: Vec<Option<u64>> = reads
+        .entries_by_id(&asked)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.map(|e| e.index))
+        .collect();
+    assert_eq!(many, expected, "{what}: many at once");
+    let mut sorted = logged.clone();
+    sorted.sort_unstable();
+    let starts = [
+        EntryId(Hash256([0; 32])),
+        sorted[sorted.len() / 2],
+        ghosts[0],
+    ];
+    for from in starts {
+        for limit in [1, 3, 1000] {
+            let range: Vec<EntryId> = sorted
+                .iter()
+                .filter(|id| **id >= from)
+                .take(limit)
+                .copied()
+                .collect();
+            assert_eq!(
+                reads.ids_from(&from, limit).unwrap(),
+                range,
+                "{what}: ids from"
+            );
+        }
+    }
+}
+
 /// A snapshot held across steps, and the answers it gave when it was begun.
 type Held<'a> = (Box<dyn BackendRead + 'a>, Vec<Vec<u64>>);
 
@@ -107,6 +175,7 @@ fn interleaving(seed: u64, tail: u64, steps: usize) {
             expected,
             "seed {seed}, tail {tail}, step {step}: the long-lived store value"
         );
+        check_ids(&long_lived, size, &[], "the long-lived store value");
         if rng.next_u64() % 4 == 0 {
             let fresh = SqliteStore::open(&file).unwrap();
             assert_eq!(
@@ -114,6 +183,7 @@ fn interleaving(seed: u64, tail: u64, steps: usize) {
                 expected,
                 "step {step}: a fresh store value"
             );
+            check_ids(&fresh, size, &[], "a fresh store value");
         }
         match held.take() {
             None if rng.next_u64() % 3 == 0 => {
@@ -130,6 +200,10 @@ fn interleaving(seed: u64, tail: u64, steps: usize) {
                     at,
                     "step {step}: a snapshot held across appends"
                 );
+                let later: Vec<EntryId> = (seen..size)
+                    .map(|i| long_lived.entry_by_index(i).unwrap().unwrap().id)
+                    .collect();
+                check_ids(&*snapshot, seen, &later, "a snapshot held across appends");
                 held = Some((snapshot, at));
             }
             _ => {}
@@ -174,46 +248,84 @@ fn audit_and_gate_read_the_tail_and_the_merged_table_alike() {
     );
 }
 
-#[test]
-fn a_version_1_store_is_read_as_it_is_and_upgraded_when_opened_for_writing() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("store.db");
+/// Makes a store of the given older schema version, as that version left it: every id in
+/// the unique index of `entries.id` and none in `entry_ids` (which it lacks); for version 1
+/// every value key in `value_keys` and no tail tables, for version 2 the value tail as it is
+/// (with `value_tail(2)` some keys are still in it). Returns the carriers it answers.
+fn older_store(file: &std::path::Path, version: u32) -> Vec<Vec<u64>> {
     let carriers = {
-        let mem = setup_with(SqliteStore::open(&file).unwrap());
-        for n in 0..6 {
+        let mem = setup_with(SqliteStore::open(file).unwrap().value_tail(2));
+        let in_tail = || -> i64 {
+            rusqlite::Connection::open(file)
+                .unwrap()
+                .query_row("SELECT COUNT(*) FROM value_keys_tail", [], |r| r.get(0))
+                .unwrap()
+        };
+        let mut n = 0;
+        while n < 7 || in_tail() == 0 {
             mem.write(request("email", content(1 + n % 15, n))).unwrap();
+            n += 1;
         }
-        let store = SqliteStore::open(&file).unwrap();
+        let store = SqliteStore::open(file).unwrap();
         let size = store.size().unwrap();
         answers(&store, size)
     };
-    // As version 1 left it: every key in `value_keys`, no tail tables.
-    rusqlite::Connection::open(&file)
-        .unwrap()
-        .execute_batch(
+    let conn = rusqlite::Connection::open(file).unwrap();
+    conn.execute_batch("CREATE UNIQUE INDEX legacy_entry_id ON entries(id); DROP TABLE entry_ids;")
+        .unwrap();
+    if version == 1 {
+        conn.execute_batch(
             "INSERT OR IGNORE INTO value_keys (key, idx) SELECT key, idx FROM value_keys_tail; \
-             DROP TABLE value_keys_tail; DROP TABLE value_keys_merged; PRAGMA user_version = 1;",
+             DROP TABLE value_keys_tail; DROP TABLE value_keys_merged;",
         )
         .unwrap();
-    let read_only = SqliteStore::open_read_only(&file).unwrap();
-    let size = read_only.size().unwrap();
-    assert_eq!(answers(&read_only, size), carriers);
-    drop(read_only);
-    let mem = Memory::open(SqliteStore::open(&file).unwrap().value_tail(2)).unwrap();
-    let version: u32 = rusqlite::Connection::open(&file)
-        .unwrap()
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, 2);
-    common::load_fixture_keys(&mem);
-    let more = mem.write(request("email", content(15, 7))).unwrap().index;
-    mem.write(request("email", content(15, 8))).unwrap();
-    let store = SqliteStore::open(&file).unwrap();
-    for iban in IBANS {
-        let found = store.value_carriers(&key_of(iban), more, 10).unwrap();
-        assert_eq!(found, vec![more, more + 1], "{iban}");
+    } else {
+        let tail: i64 = conn
+            .query_row("SELECT COUNT(*) FROM value_keys_tail", [], |r| r.get(0))
+            .unwrap();
+        assert!(tail > 0, "the version-2 store has keys in its tail");
     }
-    assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
+    conn.pragma_update(None, "user_version", version).unwrap();
+    carriers
+}
+
+#[test]
+fn older_stores_are_read_as_they_are_and_upgraded_when_opened_for_writing() {
+    for version in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("store.db");
+        let carriers = older_store(&file, version);
+        let read_only = SqliteStore::open_read_only(&file).unwrap();
+        let size = read_only.size().unwrap();
+        assert_eq!(answers(&read_only, size), carriers, "version {version}");
+        check_ids(&read_only, size, &[], "an older store read-only");
+        drop(read_only);
+        let mem = Memory::open(SqliteStore::open(&file).unwrap().value_tail(2)).unwrap();
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        let version_now: u32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version_now, 3);
+        // The upgrade merged the whole tail: every id in `entry_ids`, no key left in the tail.
+        let (ids, tail): (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM entry_ids), (SELECT COUNT(*) FROM value_keys_tail)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((ids as u64, tail), (size, 0), "version {version}");
+        common::load_fixture_keys(&mem);
+        let more = mem.write(request("email", content(15, 7))).unwrap().index;
+        mem.write(request("email", content(15, 8))).unwrap();
+        let store = SqliteStore::open(&file).unwrap();
+        for iban in IBANS {
+            let found = store.value_carriers(&key_of(iban), more, 10).unwrap();
+            assert_eq!(found, vec![more, more + 1], "{iban}");
+        }
+        check_ids(&store, more + 2, &[], "an upgraded store");
+        assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
+    }
 }
 
 #[test]
@@ -223,13 +335,79 @@ fn a_newer_schema_version_is_refused() {
     drop(setup_with(SqliteStore::open(&file).unwrap()));
     rusqlite::Connection::open(&file)
         .unwrap()
-        .execute_batch("PRAGMA user_version = 3;")
+        .execute_batch("PRAGMA user_version = 4;")
         .unwrap();
     for opened in [
         SqliteStore::open(&file).map(|_| ()),
         SqliteStore::open_read_only(&file).map(|_| ()),
     ] {
         let err = opened.unwrap_err();
-        assert!(err.to_string().contains('3'), "{err}");
+        assert!(err.to_string().contains('4'), "{err}");
     }
+}
+
+#[test]
+fn the_audit_and_reads_name_an_id_index_row_deleted_or_edited() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.db");
+    let mem = setup_with(SqliteStore::open(&file).unwrap().value_tail(3));
+    let mut written = Vec::new();
+    for n in 0..10 {
+        written.push(mem.write(request("agent", content(0, n))).unwrap());
+    }
+    assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
+    let (gone, moved, other) = (&written[0], &written[1], &written[2]);
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    let merged = |id: &EntryId| -> i64 {
+        conn.query_row(
+            "SELECT COUNT(*) FROM entry_ids WHERE id = ?1",
+            [id.as_bytes().as_slice()],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        (merged(&gone.id), merged(&moved.id)),
+        (1, 1),
+        "both were merged"
+    );
+    conn.execute(
+        "DELETE FROM entry_ids WHERE id = ?1",
+        [gone.id.as_bytes().as_slice()],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE entry_ids SET idx = ?1 WHERE id = ?2",
+        rusqlite::params![other.index as i64, moved.id.as_bytes().as_slice()],
+    )
+    .unwrap();
+    let store = SqliteStore::open(&file).unwrap();
+    assert!(store.entry_by_id(&gone.id).unwrap().is_none());
+    let err = store.entry_by_id(&moved.id).unwrap_err();
+    assert!(err.to_string().contains("id index"), "{err}");
+    let report = mem.verify(&mut |_, _| {}).unwrap();
+    for (entry, what) in [(gone, "does not find"), (moved, "fails")] {
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.index == Some(entry.index) && p.reason.contains(what)),
+            "{what}: {:?}",
+            report.problems
+        );
+    }
+    // A write naming the hidden entry as a parent is refused, never labelled without it (by a
+    // handle that has not seen the entry: this one remembers the labels it signed).
+    let mem = Memory::open(SqliteStore::open(&file).unwrap()).unwrap();
+    common::load_fixture_keys(&mem);
+    let child = WriteRequest::new(&p("agent"), EntryKind::Observation, "from the hidden one")
+        .with_parents(
+            vec![memlineage_core::entry::Parent {
+                id: gone.id,
+                weight: memlineage_core::label::Weight::ONE,
+            }],
+            memlineage::AttributionName::EXPLICIT,
+        );
+    let err = mem.write(child).unwrap_err();
+    assert!(matches!(err, memlineage::Error::UnknownParent(_)), "{err}");
 }

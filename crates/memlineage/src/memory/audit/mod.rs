@@ -37,6 +37,7 @@ mod edges;
 mod embeddings;
 mod entries;
 mod facts;
+mod ids;
 mod labels;
 mod problems;
 mod signatures;
@@ -182,6 +183,7 @@ impl Memory {
                 };
                 let checked = self.check_chunk(&mut p, &rows)?;
                 values::check_chunk(self.reads(), &mut p.out, &rows, &checked.decoded)?;
+                ids::check_chunk(self.reads(), &mut p.out, &rows)?;
                 embeddings::check_chunk(
                     self.reads(),
                     &mut p.out,

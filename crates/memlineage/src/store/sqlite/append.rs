@@ -2,20 +2,24 @@
 //! ([`WriteStage`]): the rows arrive computed by the handle; this only inserts them.
 
 use super::to_i64;
+use super::value_tail::Tail;
 use crate::error::Error;
 use crate::store::backend::{AppendGuard, WriteStage};
 use crate::store::rows::AppendBatch;
 use rusqlite::{Connection, params};
 
 /// Writes `batch`, calling the guard at each stage. The caller commits.
-/// `tail_entries`: when the value index's tail spans that many entries, it is merged
-/// (`values.rs`).
+/// `tail_entries`: when the tail spans that many entries, it is merged (`values.rs`,
+/// `ids.rs`). An id already in the log, or twice in the batch, fails it before anything is
+/// written.
 pub(super) fn write(
     tx: &Connection,
     batch: &AppendBatch,
     guard: &mut AppendGuard<'_>,
+    tail: &Tail,
     tail_entries: u64,
 ) -> Result<(), Error> {
+    super::ids::refuse_present(tx, tail, batch.entries.iter().map(|e| &e.id))?;
     {
         let mut ins_setting =
             tx.prepare_cached("INSERT INTO settings (key, value) VALUES (?1, ?2)")?;

@@ -1,25 +1,24 @@
-//! Reading many entries by leaf index or by id in one SQL statement.
+//! Reading many entries by leaf index in one SQL statement (by id: their indices first,
+//! `ids.rs`).
 //!
 //! A retrieval of eight entries reads its eight results and the parents of each (for their
 //! signed labels, about sixteen): one statement each cost a read lock, a step and a reset,
 //! about a third of the reads' time. Here the keys are bound into a `VALUES` list (bucketed,
-//! `buckets.rs`) that drives one indexed lookup per key — the integer primary key for an
-//! index, the unique index on `id` for an id (`reads_use_the_keys` checks the plans) — with
-//! the same columns and joins as [`BackendRead::entry_by_index`](crate::store::BackendRead) and
-//! `entry_by_id`, so each entry comes back exactly as a single read returns it. Padding is
-//! `NULL`, which matches no row.
+//! `buckets.rs`) that drives one lookup of the integer primary key per key
+//! (`reads_use_the_keys` checks the plan) — with the same columns and joins as
+//! [`BackendRead::entry_by_index`](crate::store::BackendRead), so each entry comes back exactly
+//! as a single read returns it. Padding is `NULL`, which matches no row.
 
 use super::buckets::{self, pieces};
 use super::read::{ENTRY_COLUMNS, ENTRY_FROM, RawRow, row_to_entry};
 use super::to_i64;
 use crate::error::Error;
 use crate::store::StoredEntry;
-use memlineage_core::EntryId;
 use rusqlite::{Connection, ToSql};
 use std::sync::OnceLock;
 
-/// The statement reading `keys` entries by the column `column` (`idx` or `id`).
-fn build_sql(keys: usize, column: &str) -> String {
+/// The statement reading `keys` entries by leaf index.
+fn build_sql(keys: usize) -> String {
     let mut list = String::with_capacity(keys * 6);
     for j in 1..=keys {
         if j > 1 {
@@ -30,24 +29,13 @@ fn build_sql(keys: usize, column: &str) -> String {
     // CROSS JOIN keeps the key list as the outer loop: one lookup per key.
     format!(
         "SELECT {ENTRY_COLUMNS} FROM (VALUES {list}) AS v CROSS JOIN {ENTRY_FROM} \
-         WHERE e.{column} = v.column1"
+         WHERE e.idx = v.column1"
     )
 }
 
 fn by_index_sql(keys: usize) -> &'static str {
     static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
-    let texts = TEXTS.get_or_init(|| {
-        buckets::SIZES
-            .iter()
-            .map(|&k| build_sql(k, "idx"))
-            .collect()
-    });
-    texts.get(buckets::slot(keys)).map_or("", String::as_str)
-}
-
-fn by_id_sql(keys: usize) -> &'static str {
-    static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
-    let texts = TEXTS.get_or_init(|| buckets::SIZES.iter().map(|&k| build_sql(k, "id")).collect());
+    let texts = TEXTS.get_or_init(|| buckets::SIZES.iter().map(|&k| build_sql(k)).collect());
     texts.get(buckets::slot(keys)).map_or("", String::as_str)
 }
 
@@ -62,14 +50,6 @@ pub(super) fn by_index(
         .collect::<Result<_, _>>()?;
     read(conn, &keys, by_index_sql, |row, chunk| {
         chunk.binary_search(&row.index).ok()
-    })
-}
-
-/// The entries with `ids`, in the order asked (duplicates allowed).
-pub(super) fn by_id(conn: &Connection, ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error> {
-    let keys: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes().as_slice()).collect();
-    read(conn, &keys, by_id_sql, |row, chunk| {
-        chunk.binary_search_by(|k| (*k).cmp(row.id.as_slice())).ok()
     })
 }
 
@@ -118,7 +98,7 @@ mod tests {
     use crate::store::BackendRead;
     use crate::store::sqlite::SqliteStore;
     use crate::store::sqlite::read::Reader;
-    use memlineage_core::Hash256;
+    use memlineage_core::{EntryId, Hash256};
     use rusqlite::params;
 
     /// A connection with the store's schema and `n` rows whose leaves are not real leaves (the
@@ -204,12 +184,13 @@ mod tests {
                     .iter()
                     .map(|i| EntryId(Hash256::of(&(*i as i64).to_be_bytes())))
                     .collect();
-                let many = by_id(c, &ids)?;
-                for (id, got) in ids.iter().zip(&many) {
+                let many = r.entries_by_id(&ids)?;
+                for ((id, got), i) in ids.iter().zip(&many).zip(&indices) {
                     assert!(same(got, &r.entry_by_id(id)?), "id {id}");
+                    assert!(same(got, &r.entry_by_index(*i)?), "id {id}");
                 }
                 assert!(by_index(c, &[])?.is_empty());
-                assert!(by_id(c, &[])?.is_empty());
+                assert!(r.entries_by_id(&[])?.is_empty());
                 Ok(())
             })
             .unwrap();
@@ -244,12 +225,9 @@ mod tests {
         store
             .with_writer(|c| {
                 let by_idx = "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)";
-                let by_key = "SEARCH e USING INDEX sqlite_autoindex_entries_1 (id=?)";
                 for (keys, sql, wanted) in [
                     (8, by_index_sql(8), by_idx),
                     (128, by_index_sql(128), by_idx),
-                    (8, by_id_sql(8), by_key),
-                    (128, by_id_sql(128), by_key),
                 ] {
                     let args = vec![None::<i64>; keys];
                     let plan: Vec<String> = c

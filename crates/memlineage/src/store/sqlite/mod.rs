@@ -16,6 +16,7 @@ mod append;
 mod buckets;
 mod embeddings;
 mod entries;
+mod ids;
 mod nodes;
 mod pool;
 mod read;
@@ -40,8 +41,8 @@ use read::Reader;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use schema::{
-    CREATE, CREATE_EMBEDDINGS, CREATE_VALUE_KEYS, CREATE_VALUE_TAIL, SCHEMA_VERSION,
-    UPGRADABLE_VERSION,
+    CREATE, CREATE_EMBEDDINGS, CREATE_ENTRY_IDS, CREATE_VALUE_KEYS, CREATE_VALUE_TAIL,
+    SCHEMA_VERSION, UPGRADABLE_VERSIONS,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -121,7 +122,7 @@ impl SqliteStore {
         configure(&conn)?;
         conn.pragma_update(None, "query_only", true)?;
         let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version != SCHEMA_VERSION && version != UPGRADABLE_VERSION {
+        if version != SCHEMA_VERSION && !UPGRADABLE_VERSIONS.contains(&version) {
             return Err(StoreState::UnsupportedSchema {
                 found: version,
                 supported: SCHEMA_VERSION,
@@ -153,7 +154,7 @@ impl SqliteStore {
         self
     }
 
-    fn init(conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore, Error> {
+    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore, Error> {
         configure(&conn)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -162,14 +163,11 @@ impl SqliteStore {
         let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version == 0 {
             conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {CREATE} {CREATE_VALUE_TAIL} \
+                "BEGIN IMMEDIATE; {CREATE} {CREATE_VALUE_TAIL} {CREATE_ENTRY_IDS} \
                  PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             ))?;
-        } else if version == UPGRADABLE_VERSION {
-            // Version 1 → 2: the value index's tail, empty (every key is in `value_keys`).
-            conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {CREATE_VALUE_TAIL} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            ))?;
+        } else if UPGRADABLE_VERSIONS.contains(&version) {
+            upgrade(&mut conn)?;
         } else if version != SCHEMA_VERSION {
             return Err(StoreState::UnsupportedSchema {
                 found: version,
@@ -231,6 +229,27 @@ impl SqliteStore {
     fn with_writer<R>(&self, f: impl FnOnce(&Connection) -> Result<R, Error>) -> Result<R, Error> {
         f(&*self.lock_writer()?)
     }
+}
+
+/// Upgrades a version-1 or 2 store to version 3 in one transaction: the value index's tail and
+/// `entry_ids` are created, every id below the merge point goes into `entry_ids` and the tail
+/// above it is merged (`values.rs`), so the upgraded store has an empty tail. Its unique index
+/// on `entries.id` stays (SQLite cannot drop a constraint's index); it costs writes, not
+/// correctness (`docs/store.md`, "Upgrades").
+fn upgrade(conn: &mut Connection) -> Result<(), Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(&format!(
+        "{CREATE_VALUE_TAIL} {CREATE_VALUE_KEYS} {CREATE_ENTRY_IDS}"
+    ))?;
+    let below = values::merged_below(&tx)?;
+    ids::merge(&tx, 0, below)?;
+    let size: i64 = tx.query_row("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries", [], |r| {
+        r.get(0)
+    })?;
+    values::merge_if_full(&tx, read::index_from(size)?, 1)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
 }
 
 /// The settings of every connection, reader or writer: none changes what is stored or what a
@@ -339,7 +358,7 @@ impl Backend for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let first = Reader(&tx, &self.tail).size()?;
         let batch = guard.run(&Reader(&tx, &self.tail), first)?;
-        append::write(&tx, &batch, guard, self.tail_entries)?;
+        append::write(&tx, &batch, guard, &self.tail, self.tail_entries)?;
         tx.commit()?;
         self.committed();
         Ok(first)

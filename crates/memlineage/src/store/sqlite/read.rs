@@ -2,7 +2,7 @@
 //! append transaction).
 
 use super::value_tail::Tail;
-use super::{embeddings, entries, nodes, search, to_i64};
+use super::{embeddings, entries, ids, nodes, search, to_i64};
 use crate::error::{Error, IntegrityCheck};
 use crate::store::backend::{BackendRead, TextIndex};
 use crate::store::rows::{
@@ -102,14 +102,12 @@ impl BackendRead for Reader<'_> {
         index_from(n)
     }
 
+    /// Through the id index (`ids.rs`), then by leaf index.
     fn entry_by_id(&self, id: &EntryId) -> Result<Option<StoredEntry>, Error> {
-        let sql = format!("SELECT {ENTRY_COLUMNS} FROM {ENTRY_FROM} WHERE e.id = ?1");
-        self.0
-            .prepare_cached(&sql)?
-            .query_row([id.as_bytes().as_slice()], row_to_entry)
-            .optional()?
-            .map(RawRow::into_entry)
-            .transpose()
+        Ok(self
+            .entries_by_id(std::slice::from_ref(id))?
+            .pop()
+            .flatten())
     }
 
     fn entry_by_index(&self, index: u64) -> Result<Option<StoredEntry>, Error> {
@@ -140,21 +138,19 @@ impl BackendRead for Reader<'_> {
         entries::by_index(self.0, indices)
     }
 
-    /// One statement per bucket of ids (`entries.rs`).
+    /// The ids' leaf indices (`ids.rs`), then one statement per bucket of indices.
     fn entries_by_id(&self, ids: &[EntryId]) -> Result<Vec<Option<StoredEntry>>, Error> {
-        entries::by_id(self.0, ids)
+        ids::read_by_id(self.0, self.1, ids, |indices| {
+            Ok(entries::by_index(self.0, indices)?
+                .into_iter()
+                .map(|e| e.map(|e| (e.id, e)))
+                .collect())
+        })
     }
 
-    /// A range of the unique index on `id` (blobs compare bytewise).
+    /// `entry_ids` and the tail's ids in one snapshot (`ids.rs`; blobs compare bytewise).
     fn ids_from(&self, from: &EntryId, limit: usize) -> Result<Vec<EntryId>, Error> {
-        let mut stmt = self
-            .0
-            .prepare_cached("SELECT id FROM entries WHERE id >= ?1 ORDER BY id LIMIT ?2")?;
-        let rows = stmt.query_map(
-            params![from.as_bytes().as_slice(), to_i64(limit as u64)?],
-            |r| r.get::<_, Vec<u8>>(0),
-        )?;
-        rows.map(|r| id_from(r?, "entry id")).collect()
+        ids::ids_from(self.0, self.1, from, limit)
     }
 
     /// One statement for the whole list (`nodes.rs`).
@@ -239,34 +235,43 @@ impl BackendRead for Reader<'_> {
         .collect()
     }
 
-    /// From the `label` column (the copy `verify` audits) and the `effective` table, in one
-    /// indexed lookup: no leaf is read or decoded.
+    /// From the `label` column (the copy `verify` audits) and the `effective` table, by the
+    /// entry's leaf index (`ids.rs`): no leaf is read or decoded.
     fn labels_by_id(&self, id: &EntryId) -> Result<Option<EntryLabels>, Error> {
-        let row = self
-            .0
-            .prepare_cached(
-                "SELECT e.idx, e.label, x.label FROM entries e \
-                 LEFT JOIN effective x ON x.id = e.id WHERE e.id = ?1",
-            )?
-            .query_row([id.as_bytes().as_slice()], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                ))
-            })
-            .optional()?;
-        let Some((index, signed, effective)) = row else {
-            return Ok(None);
-        };
-        Ok(Some(EntryLabels {
-            index: index_from(index)?,
-            signed: label_from(&signed, "label")?,
-            effective: effective
-                .as_deref()
-                .map(|e| label_from(e, "effective label"))
-                .transpose()?,
-        }))
+        let found = ids::read_by_id(self.0, self.1, std::slice::from_ref(id), |indices| {
+            let mut stmt = self.0.prepare_cached(
+                "SELECT e.id, e.label, x.label FROM entries e \
+                 LEFT JOIN effective x ON x.id = e.id WHERE e.idx = ?1",
+            )?;
+            let mut rows = Vec::with_capacity(indices.len());
+            for &index in indices {
+                let row = stmt
+                    .query_row([to_i64(index)?], |r| {
+                        Ok((
+                            r.get::<_, Vec<u8>>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                        ))
+                    })
+                    .optional()?;
+                rows.push(match row {
+                    None => None,
+                    Some((id, signed, effective)) => Some((
+                        id_from(id, "entry id")?,
+                        EntryLabels {
+                            index,
+                            signed: label_from(&signed, "label")?,
+                            effective: effective
+                                .as_deref()
+                                .map(|e| label_from(e, "effective label"))
+                                .transpose()?,
+                        },
+                    )),
+                });
+            }
+            Ok(rows)
+        })?;
+        Ok(found.into_iter().next().flatten())
     }
 
     fn index_rows(&self, start: u64, limit: u64) -> Result<Vec<IndexRow>, Error> {

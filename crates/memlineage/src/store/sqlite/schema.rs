@@ -1,16 +1,22 @@
-//! The SQLite schema, version 2. Documented byte by byte in `docs/store.md`.
+//! The SQLite schema, version 3. Documented byte by byte in `docs/store.md`.
 
 /// The schema version this library writes and reads. Version 2 added the value index's tail
 /// ([`CREATE_VALUE_TAIL`]): a library that knows only version 1 would read `value_keys` alone
-/// and miss the carriers still in the tail, so it must refuse such a store (it does: it
-/// accepts exactly its own version).
-pub const SCHEMA_VERSION: u32 = 2;
+/// and miss the carriers still in the tail. Version 3 added `entry_ids` ([`CREATE_ENTRY_IDS`])
+/// and makes new stores without the unique index on `entries.id`: a library that knows only
+/// version 2 would append without checking ids and never fill `entry_ids`. So each refuses a
+/// store of a later version (it accepts its own and the ones it upgrades).
+pub const SCHEMA_VERSION: u32 = 3;
 
-/// The version a store is upgraded from on a writable open: the tables of version 2 are
-/// created, and the version set, in one transaction; nothing stored changes.
-pub const UPGRADABLE_VERSION: u32 = 1;
+/// The versions a store is upgraded from on a writable open, in one transaction: the tables
+/// of the later versions are created, the tail merged (every value key into `value_keys`,
+/// every id into `entry_ids`) and the version set; nothing signed changes. A store of these
+/// versions opened read-only is read as it is.
+pub const UPGRADABLE_VERSIONS: [u32; 2] = [1, 2];
 
-/// Creates every table of schema version 1 (version 2 adds [`CREATE_VALUE_TAIL`]).
+/// Creates every table of schema version 1 (version 2 adds [`CREATE_VALUE_TAIL`], version 3
+/// [`CREATE_ENTRY_IDS`]). Since version 3 a new store's `entries.id` has no unique index
+/// (`ids.rs`); a store created before keeps the one it has.
 pub const CREATE: &str = r#"
 CREATE TABLE IF NOT EXISTS settings (
     key   TEXT PRIMARY KEY,
@@ -19,7 +25,7 @@ CREATE TABLE IF NOT EXISTS settings (
 
 CREATE TABLE IF NOT EXISTS entries (
     idx     INTEGER PRIMARY KEY,         -- leaf index, 0-based, dense
-    id      BLOB NOT NULL UNIQUE,        -- SHA-256 of the canonical body
+    id      BLOB NOT NULL,               -- SHA-256 of the canonical body (found through entry_ids)
     leaf    BLOB NOT NULL,               -- canonical CBOR leaf: {"sig", "body"}
     scope   TEXT NOT NULL,
     writer  TEXT NOT NULL,
@@ -106,4 +112,13 @@ CREATE TABLE IF NOT EXISTS value_keys_merged (
     id    INTEGER PRIMARY KEY CHECK (id = 0),
     below INTEGER NOT NULL               -- every tail row with idx < below is in value_keys
 );
+"#;
+
+/// The merged id index (schema version 3, `ids.rs`): the id of every entry below the merge
+/// point of `value_keys_merged`, inserted in id order when the tail is merged.
+pub const CREATE_ENTRY_IDS: &str = r#"
+CREATE TABLE IF NOT EXISTS entry_ids (
+    id  BLOB PRIMARY KEY,                -- = entries.id
+    idx INTEGER NOT NULL                 -- = entries.idx
+) WITHOUT ROWID;
 "#;

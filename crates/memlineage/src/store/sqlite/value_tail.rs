@@ -1,39 +1,45 @@
-//! The handle's copy of the value index's tail (`values.rs`): the tail is ordered by entry
-//! index, so finding a key in it directly means scanning it; instead each store value keeps
-//! the tail's rows in memory by key and, on each lookup, reads only the rows appended since
-//! its last one — inside the lookup's own snapshot, so the copy never answers for rows the
-//! snapshot cannot see, nor misses rows it can.
+//! The handle's copy of the tail (`values.rs`, `ids.rs`): the entries appended since the last
+//! merge, whose value keys are in `value_keys_tail` (ordered by entry index) and whose ids are
+//! in `entries` alone (not yet in `entry_ids`). Finding a key or an id there directly means
+//! scanning; instead each store value keeps the tail's keys and ids in memory and, on each
+//! lookup, reads only the rows appended since its last one — inside the lookup's own snapshot,
+//! so the copy never answers for rows the snapshot cannot see, nor misses rows it can.
 //!
 //! Consistency, per lookup (a snapshot of `size` entries whose tail was merged below
 //! `below`):
 //! - `below` equals the copy's: the copy is extended with the tail rows from where it stopped
 //!   up to `size`, and answers with its rows under `size` (another thread may have extended
 //!   it further from a newer snapshot);
-//! - `below` is newer than the copy's: a merge moved every row under it into `value_keys`, so
-//!   the copy starts again at `below`;
+//! - `below` is newer than the copy's: a merge moved every row under it into `value_keys` and
+//!   `entry_ids`, so the copy starts again at `below`;
 //! - `below` is older (a snapshot begun before a merge that another lookup already saw): the
 //!   copy no longer holds the rows this snapshot's tail still has, so the tail is scanned in
 //!   the snapshot instead — slower, never wrong.
 //!
-//! A store written by schema version 1 has no tail until it is opened for writing; a lookup
-//! through a read-only handle on one finds none (its keys are all in `value_keys`).
+//! A store written by schema version 1 has no value tail, and one written by version 1 or 2 no
+//! `entry_ids`, until it is opened for writing; a lookup through a read-only handle on one
+//! finds its keys in `value_keys` and its ids through the unique index those versions keep on
+//! `entries.id` (`ids.rs`).
 
-use super::read::index_from;
+use super::read::{id_from, index_from};
 use super::to_i64;
 use crate::error::Error;
 use crate::store::BackendRead;
+use memlineage_core::EntryId;
 use memlineage_core::gate::ValueKey;
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// The copy of one store's tail.
 #[derive(Default)]
 pub(crate) struct Tail {
     state: Mutex<Copy>,
-    /// The tail table was seen (a version-1 store opened read-only may lack it).
+    /// The value tail table was seen (a version-1 store opened read-only lacks it).
     present: AtomicBool,
+    /// The `entry_ids` table was seen (a version-1 or 2 store opened read-only lacks it).
+    ids_present: AtomicBool,
 }
 
 #[derive(Default)]
@@ -44,9 +50,71 @@ struct Copy {
     next: u64,
     /// Leaf indices by key, ascending.
     keys: HashMap<ValueKey, Vec<u64>>,
+    /// Leaf index by id (empty when the store has no `entry_ids`).
+    ids: HashMap<EntryId, u64>,
+}
+
+/// The tail as one snapshot sees it: through the copy, or (for a snapshot older than the
+/// copy's merge point) by scanning the tables.
+enum View<'a> {
+    Copy {
+        copy: MutexGuard<'a, Copy>,
+        size: u64,
+    },
+    Scan {
+        below: u64,
+        size: u64,
+    },
 }
 
 impl Tail {
+    /// The copy brought up to the snapshot `conn` is in (the caller holds a read
+    /// transaction), or where that snapshot is older than the copy, the bounds to scan.
+    fn view(&self, conn: &Connection) -> Result<View<'_>, Error> {
+        let below = super::values::merged_below(conn)?;
+        // The snapshot's log size, read as every other read of the store reads it.
+        let size = BackendRead::size(&super::read::Reader(conn, self))?;
+        let ids = self.ids_present(conn)?;
+        let mut copy = self
+            .state
+            .lock()
+            .map_err(|_| Error::internal("tail mutex poisoned by a panic in another thread"))?;
+        if below < copy.below {
+            return Ok(View::Scan { below, size });
+        }
+        if below > copy.below {
+            *copy = Copy {
+                below,
+                next: below,
+                ..Copy::default()
+            };
+        }
+        if copy.next < size {
+            let (from, to) = (to_i64(copy.next)?, to_i64(size)?);
+            let mut stmt = conn.prepare_cached(
+                "SELECT idx, key FROM value_keys_tail WHERE idx >= ?1 AND idx < ?2 ORDER BY idx",
+            )?;
+            let mut rows = stmt.query(params![from, to])?;
+            while let Some(row) = rows.next()? {
+                let index = index_from(row.get(0)?)?;
+                let key = key_from(row.get(1)?, index)?;
+                copy.keys.entry(key).or_default().push(index);
+            }
+            if ids {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT idx, id FROM entries WHERE idx >= ?1 AND idx < ?2 ORDER BY idx",
+                )?;
+                let mut rows = stmt.query(params![from, to])?;
+                while let Some(row) = rows.next()? {
+                    let index = index_from(row.get(0)?)?;
+                    copy.ids.insert(id_from(row.get(1)?, "entry id")?, index);
+                }
+            }
+            copy.next = size;
+        }
+        Ok(View::Copy { copy, size })
+    }
+
     /// The tail's carriers of `key` with index ≥ `from`, ascending, as the snapshot `conn` is
     /// in sees them (the caller holds a read transaction).
     pub(super) fn carriers(
@@ -58,54 +126,94 @@ impl Tail {
         if !self.present(conn)? {
             return Ok(Vec::new());
         }
-        let below = super::values::merged_below(conn)?;
-        // The snapshot's log size, read as every other read of the store reads it.
-        let size = BackendRead::size(&super::read::Reader(conn, self))?;
-        let mut copy = self.state.lock().map_err(|_| {
-            Error::internal("value tail mutex poisoned by a panic in another thread")
-        })?;
-        if below < copy.below {
-            drop(copy);
-            return scan(conn, key, from);
+        match self.view(conn)? {
+            View::Scan { .. } => scan(conn, key, from),
+            View::Copy { copy, size } => Ok(copy
+                .keys
+                .get(key)
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|&i| i >= from && i < size)
+                        .collect()
+                })
+                .unwrap_or_default()),
         }
-        if below > copy.below {
-            *copy = Copy {
-                below,
-                next: below,
-                keys: HashMap::new(),
-            };
-        }
-        if copy.next < size {
-            let mut stmt = conn.prepare_cached(
-                "SELECT idx, key FROM value_keys_tail WHERE idx >= ?1 AND idx < ?2 ORDER BY idx",
-            )?;
-            let mut rows = stmt.query(params![to_i64(copy.next)?, to_i64(size)?])?;
-            while let Some(row) = rows.next()? {
-                let index = index_from(row.get(0)?)?;
-                let bytes: Vec<u8> = row.get(1)?;
-                let key = ValueKey::from_slice(&bytes).ok_or_else(|| {
-                    Error::integrity(
-                        crate::error::IntegrityCheck::StoredValue,
-                        format!("value key of entry {index} is not 16 bytes"),
-                    )
-                })?;
-                copy.keys.entry(key).or_default().push(index);
-            }
-            copy.next = size;
-        }
-        Ok(copy
-            .keys
-            .get(key)
-            .map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|&i| i >= from && i < size)
-                    .collect()
-            })
-            .unwrap_or_default())
     }
 
-    /// Drops the copy: the next lookup reads the tail again from the table.
+    /// The indices of the tail's entries `ids` (`None`: not in the tail) as the snapshot
+    /// `conn` is in sees them (the caller holds a read transaction and has checked
+    /// [`Tail::ids_present`]).
+    pub(super) fn indices_of(
+        &self,
+        conn: &Connection,
+        ids: &[EntryId],
+    ) -> Result<Vec<Option<u64>>, Error> {
+        match self.view(conn)? {
+            View::Copy { copy, size } => Ok(ids
+                .iter()
+                .map(|id| copy.ids.get(id).copied().filter(|&i| i < size))
+                .collect()),
+            View::Scan { below, size } => {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT idx FROM entries WHERE idx >= ?1 AND idx < ?2 AND id = ?3",
+                )?;
+                let mut found = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let at: Option<i64> = rusqlite::OptionalExtension::optional(stmt.query_row(
+                        params![to_i64(below)?, to_i64(size)?, id.as_bytes().as_slice()],
+                        |r| r.get(0),
+                    ))?;
+                    found.push(at.map(index_from).transpose()?);
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    /// The index the copy holds for `id`, without reading anything: entries never move, so a
+    /// held index is the entry's whatever the caller's snapshot (which may not yet hold it).
+    pub(super) fn cached_index(&self, id: &EntryId) -> Option<u64> {
+        self.state.lock().ok()?.ids.get(id).copied()
+    }
+
+    /// The tail's ids ≥ `from`, ascending, at most `limit`, as the snapshot `conn` is in sees
+    /// them (the caller holds a read transaction and has checked [`Tail::ids_present`]).
+    pub(super) fn ids_from(
+        &self,
+        conn: &Connection,
+        from: &EntryId,
+        limit: usize,
+    ) -> Result<Vec<EntryId>, Error> {
+        let mut found: Vec<EntryId> = match self.view(conn)? {
+            View::Copy { copy, size } => copy
+                .ids
+                .iter()
+                .filter(|&(id, &i)| i < size && id >= from)
+                .map(|(id, _)| *id)
+                .collect(),
+            View::Scan { below, size } => {
+                let mut stmt =
+                    conn.prepare_cached("SELECT id FROM entries WHERE idx >= ?1 AND idx < ?2")?;
+                let rows = stmt.query_map(params![to_i64(below)?, to_i64(size)?], |r| {
+                    r.get::<_, Vec<u8>>(0)
+                })?;
+                let mut ids = Vec::new();
+                for bytes in rows {
+                    let id = id_from(bytes?, "entry id")?;
+                    if id >= *from {
+                        ids.push(id);
+                    }
+                }
+                ids
+            }
+        };
+        found.sort_unstable();
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    /// Drops the copy: the next lookup reads the tail again from the tables.
     pub(super) fn forget(&self) {
         if let Ok(mut copy) = self.state.lock() {
             *copy = Copy::default();
@@ -113,19 +221,37 @@ impl Tail {
     }
 
     fn present(&self, conn: &Connection) -> Result<bool, Error> {
-        if self.present.load(Ordering::Acquire) {
-            return Ok(true);
-        }
-        let found: i64 = conn
-            .prepare_cached(
-                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'value_keys_tail'",
-            )?
-            .query_row([], |r| r.get(0))?;
-        if found > 0 {
-            self.present.store(true, Ordering::Release);
-        }
-        Ok(found > 0)
+        table_seen(conn, &self.present, "value_keys_tail")
     }
+
+    /// Whether the store has `entry_ids` (schema version 3): if not, ids are found through the
+    /// unique index on `entries.id` that versions 1 and 2 keep.
+    pub(super) fn ids_present(&self, conn: &Connection) -> Result<bool, Error> {
+        table_seen(conn, &self.ids_present, "entry_ids")
+    }
+}
+
+/// Whether the table `name` exists; once seen, remembered in `seen` (tables are never dropped).
+fn table_seen(conn: &Connection, seen: &AtomicBool, name: &str) -> Result<bool, Error> {
+    if seen.load(Ordering::Acquire) {
+        return Ok(true);
+    }
+    let found: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1")?
+        .query_row([name], |r| r.get(0))?;
+    if found > 0 {
+        seen.store(true, Ordering::Release);
+    }
+    Ok(found > 0)
+}
+
+fn key_from(bytes: Vec<u8>, index: u64) -> Result<ValueKey, Error> {
+    ValueKey::from_slice(&bytes).ok_or_else(|| {
+        Error::integrity(
+            crate::error::IntegrityCheck::StoredValue,
+            format!("value key of entry {index} is not 16 bytes"),
+        )
+    })
 }
 
 /// The tail's carriers of `key` read from the table itself (a scan of the tail from `from`).

@@ -68,7 +68,7 @@ fn merged_carriers(
 
 /// Runs `f` inside a read transaction: the connection's own when it is in one (a snapshot,
 /// the append transaction), else one begun and ended here.
-fn in_read_transaction<R>(
+pub(super) fn in_read_transaction<R>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<R, Error>,
 ) -> Result<R, Error> {
@@ -137,13 +137,15 @@ pub(super) fn merged_below(conn: &Connection) -> Result<u64, Error> {
 }
 
 /// Inside the append transaction, once the log holds `size` entries: when the tail spans at
-/// least `tail_entries` of them, moves every tail row into `value_keys` in key order and
-/// records `size` as the new merge point. All in the caller's transaction, so a crash leaves
-/// each row in exactly one of the tables.
+/// least `tail_entries` of them, moves every tail row into `value_keys` in key order, the
+/// tail's ids into `entry_ids` (`ids.rs`), and records `size` as the new merge point. All in
+/// the caller's transaction, so a crash leaves each row in exactly one of the tables.
 pub(super) fn merge_if_full(tx: &Connection, size: u64, tail_entries: u64) -> Result<bool, Error> {
-    if size.saturating_sub(merged_below(tx)?) < tail_entries.max(1) {
+    let below = merged_below(tx)?;
+    if size.saturating_sub(below) < tail_entries.max(1) {
         return Ok(false);
     }
+    super::ids::merge(tx, below, size)?;
     tx.prepare_cached(
         "INSERT OR IGNORE INTO value_keys (key, idx) \
          SELECT key, idx FROM value_keys_tail ORDER BY key, idx",

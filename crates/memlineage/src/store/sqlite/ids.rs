@@ -1,0 +1,202 @@
+//! Finding an entry's leaf index by its id (schema version 3, `docs/store.md`, "Id index").
+//!
+//! An id is a SHA-256 hash, so a B-tree ordered by id puts every new entry on a leaf page of
+//! its own once the index outgrows a group commit: SQLite writes each dirtied 4 KiB page to the
+//! WAL at the commit and again into the database file at the checkpoint. As the unique index
+//! on `entries.id` (versions 1 and 2) that was about two fifths of the pages a small store's
+//! group commit wrote, and a larger share the larger the store. So the ids of the entries
+//! appended since the last merge are found in `entries` itself (ordered by index, through the
+//! handle's copy of the tail, `value_tail.rs`), and the append that merges the value index's
+//! tail (`values.rs`) also inserts those entries' ids into `entry_ids` in one sorted pass,
+//! which dirties each of its leaf pages at most once for thousands of entries. The merge point
+//! is the value index's: `entry_ids` holds exactly the entries below it.
+//!
+//! A store made by version 1 or 2 keeps its unique index on `entries.id`: upgraded, it gains
+//! `entry_ids` (filled in the upgrade's transaction) and is read like a new one; opened
+//! read-only without upgrading, its ids are found through that index.
+
+use super::read::index_from;
+use super::to_i64;
+use super::value_tail::Tail;
+use crate::error::{Error, IntegrityCheck};
+use memlineage_core::EntryId;
+use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashSet;
+
+/// Reads the entries `ids` (in the order asked, duplicates allowed; `None`: not in the
+/// snapshot) through `read`, which reads rows by leaf index in the order asked and returns
+/// each with its id. An index the handle's copy holds is tried first without a lookup: entries
+/// never move, so a held index names where the entry is if the snapshot has it (the copy may be
+/// ahead of it); the rest, and any the copy named wrongly, are looked up in the snapshot.
+pub(super) fn read_by_id<T>(
+    conn: &Connection,
+    tail: &Tail,
+    ids: &[EntryId],
+    read: impl Fn(&[u64]) -> Result<Vec<Option<(EntryId, T)>>, Error>,
+) -> Result<Vec<Option<T>>, Error> {
+    let mut found: Vec<Option<T>> = ids.iter().map(|_| None).collect();
+    let guessed: Vec<(usize, u64)> = ids
+        .iter()
+        .enumerate()
+        .filter_map(|(at, id)| tail.cached_index(id).map(|i| (at, i)))
+        .collect();
+    let mut missing: Vec<usize> = Vec::new();
+    let mut guessed_at = guessed.iter().map(|&(at, _)| at).peekable();
+    for at in 0..ids.len() {
+        if guessed_at.peek() == Some(&at) {
+            guessed_at.next();
+        } else {
+            missing.push(at);
+        }
+    }
+    if !guessed.is_empty() {
+        let indices: Vec<u64> = guessed.iter().map(|&(_, i)| i).collect();
+        for (&(at, _), row) in guessed.iter().zip(read(&indices)?) {
+            match row {
+                Some((id, value)) if id == ids[at] => found[at] = Some(value),
+                _ => missing.push(at),
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(found);
+    }
+    missing.sort_unstable();
+    let asked: Vec<EntryId> = missing.iter().map(|&at| ids[at]).collect();
+    let indices = indices_in_snapshot(conn, tail, &asked)?;
+    let located: Vec<(usize, u64)> = missing
+        .iter()
+        .zip(&indices)
+        .filter_map(|(&at, i)| i.map(|i| (at, i)))
+        .collect();
+    let wanted: Vec<u64> = located.iter().map(|&(_, i)| i).collect();
+    for (&(at, index), row) in located.iter().zip(read(&wanted)?) {
+        match row {
+            Some((id, value)) if id == ids[at] => found[at] = Some(value),
+            Some(_) => return Err(mismatch(&ids[at], index)),
+            // The row is gone (deleted behind the program's back; `verify` names the gap):
+            // the entry is not in the log, as without the index.
+            None => {}
+        }
+    }
+    Ok(found)
+}
+
+/// The indices of entries `ids` in the snapshot `conn` is in, or in one begun here (`None`:
+/// not in it): `entry_ids` below the merge point, the tail above it, read in one snapshot so
+/// that a merge committed between the two reads cannot hide an entry from both.
+pub(super) fn indices_in_snapshot(
+    conn: &Connection,
+    tail: &Tail,
+    ids: &[EntryId],
+) -> Result<Vec<Option<u64>>, Error> {
+    super::values::in_read_transaction(conn, |conn| {
+        if !tail.ids_present(conn)? {
+            return ids.iter().map(|id| legacy(conn, id)).collect();
+        }
+        let mut found = Vec::with_capacity(ids.len());
+        let mut stmt = conn.prepare_cached("SELECT idx FROM entry_ids WHERE id = ?1")?;
+        for id in ids {
+            let merged: Option<i64> = stmt
+                .query_row([id.as_bytes().as_slice()], |r| r.get(0))
+                .optional()?;
+            found.push(merged.map(index_from).transpose()?);
+        }
+        if found.iter().any(Option::is_none) {
+            let in_tail = tail.indices_of(conn, ids)?;
+            for (slot, t) in found.iter_mut().zip(in_tail) {
+                if slot.is_none() {
+                    *slot = t;
+                }
+            }
+        }
+        Ok(found)
+    })
+}
+
+/// A version-1 or 2 store opened read-only: its unique index on `entries.id`.
+fn legacy(conn: &Connection, id: &EntryId) -> Result<Option<u64>, Error> {
+    let found: Option<i64> = conn
+        .prepare_cached("SELECT idx FROM entries WHERE id = ?1")?
+        .query_row([id.as_bytes().as_slice()], |r| r.get(0))
+        .optional()?;
+    found.map(index_from).transpose()
+}
+
+/// Ids ≥ `from`, ascending, at most `limit` (prefix resolution): `entry_ids` and the tail,
+/// in one snapshot.
+pub(super) fn ids_from(
+    conn: &Connection,
+    tail: &Tail,
+    from: &EntryId,
+    limit: usize,
+) -> Result<Vec<EntryId>, Error> {
+    super::values::in_read_transaction(conn, |conn| {
+        let table = if tail.ids_present(conn)? {
+            "entry_ids"
+        } else {
+            "entries"
+        };
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT id FROM {table} WHERE id >= ?1 ORDER BY id LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(
+            params![from.as_bytes().as_slice(), to_i64(limit as u64)?],
+            |r| r.get::<_, Vec<u8>>(0),
+        )?;
+        let mut found = rows
+            .map(|r| super::read::id_from(r?, "entry id"))
+            .collect::<Result<Vec<_>, Error>>()?;
+        if table == "entry_ids" {
+            found.extend(tail.ids_from(conn, from, limit)?);
+            found.sort_unstable();
+            found.dedup();
+            found.truncate(limit);
+        }
+        Ok(found)
+    })
+}
+
+/// Inside the append transaction, before the batch's rows are written: refuses an id already
+/// in the log or twice in `ids` (versions 1 and 2 had the unique index refuse it; `entry_ids`
+/// refuses it only at the merge, too late for the batch that brought it).
+pub(super) fn refuse_present<'a>(
+    tx: &Connection,
+    tail: &Tail,
+    ids: impl IntoIterator<Item = &'a EntryId>,
+) -> Result<(), Error> {
+    let ids: Vec<EntryId> = ids.into_iter().copied().collect();
+    let mut seen = HashSet::with_capacity(ids.len());
+    let twice = ids.iter().find(|id| !seen.insert(**id));
+    let present = indices_in_snapshot(tx, tail, &ids)?;
+    let logged = ids.iter().zip(&present).find(|(_, at)| at.is_some());
+    match twice.or(logged.map(|(id, _)| id)) {
+        Some(id) => Err(crate::error::StorageError::new(
+            "sqlite",
+            format!("entry {id} is already in the log"),
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// Inside the append transaction that merges the tail below `size`: the ids of the entries
+/// from `below` to `size` go into `entry_ids` in id order (a plain insert: an id already there
+/// fails the append, as the unique index did).
+pub(super) fn merge(tx: &Connection, below: u64, size: u64) -> Result<(), Error> {
+    tx.prepare_cached(
+        "INSERT INTO entry_ids (id, idx) \
+         SELECT id, idx FROM entries WHERE idx >= ?1 AND idx < ?2 ORDER BY id",
+    )?
+    .execute(params![to_i64(below)?, to_i64(size)?])?;
+    Ok(())
+}
+
+/// The error for an index row that names an entry with another id (a store edited behind the
+/// program's back).
+pub(super) fn mismatch(id: &EntryId, index: u64) -> Error {
+    Error::integrity(
+        IntegrityCheck::EntryId,
+        format!("the id index names entry {index} for {id}, which has another id"),
+    )
+}
