@@ -35,18 +35,11 @@ pub(super) fn read_by_id<T>(
     read: impl Fn(&[u64]) -> Result<Vec<Option<(EntryId, T)>>, Error>,
 ) -> Result<Vec<Option<T>>, Error> {
     let mut found: Vec<Option<T>> = ids.iter().map(|_| None).collect();
-    let guessed: Vec<(usize, u64)> = ids
-        .iter()
-        .enumerate()
-        .filter_map(|(at, id)| tail.cached_index(id).map(|i| (at, i)))
-        .collect();
-    let mut missing: Vec<usize> = Vec::new();
-    let mut guessed_at = guessed.iter().map(|&(at, _)| at).peekable();
-    for at in 0..ids.len() {
-        if guessed_at.peek() == Some(&at) {
-            guessed_at.next();
-        } else {
-            missing.push(at);
+    let (mut guessed, mut missing): (Vec<(usize, u64)>, Vec<usize>) = (Vec::new(), Vec::new());
+    for (at, id) in ids.iter().enumerate() {
+        match tail.cached_index(id) {
+            Some(index) => guessed.push((at, index)),
+            None => missing.push(at),
         }
     }
     if !guessed.is_empty() {
