@@ -23,6 +23,7 @@ pub mod bench;
 pub mod committer;
 pub mod config;
 pub mod deadline;
+pub mod entry_scopes;
 pub mod error;
 pub mod extract;
 pub mod jobs;

@@ -8,6 +8,7 @@
 
 use crate::committer::{Committer, SubmitError};
 use crate::config::{Config, Limits};
+use crate::entry_scopes::EntryScopes;
 use crate::error::{ApiError, ApiResult};
 use crate::jobs::Jobs;
 use crate::keys::KeyStore;
@@ -64,6 +65,9 @@ pub struct Inner {
     pub policies: Policies,
     /// Principals' trust classes (fixed at registration), looked up once.
     classes: Mutex<HashMap<PrincipalName, TrustClass>>,
+    /// The signed scopes of entries read so far, for the scope checks of every request that
+    /// names entries (`entry_scopes.rs`).
+    pub entry_scopes: EntryScopes,
     /// False once shutdown began.
     ready: AtomicBool,
     /// This process's random tag and its request counter ([`AppState::next_request_tag`]).
@@ -165,6 +169,7 @@ impl AppState {
             jobs: Jobs::default(),
             policies,
             classes: Mutex::new(HashMap::new()),
+            entry_scopes: EntryScopes::default(),
             ready: AtomicBool::new(true),
             boot: {
                 let mut b = [0u8; 8];

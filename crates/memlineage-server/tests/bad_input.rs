@@ -568,6 +568,93 @@ fn a_token_outside_its_scopes_or_role() {
     assert!(r["entries"].as_array().unwrap().is_empty(), "{r}");
 }
 
+/// The service remembers the scopes of entries it has read (`entry_scopes.rs`): a refusal
+/// must not depend on whether the entry was read before. Each out-of-scope case is tried
+/// first on a fresh service, then after the same entries were read (and their scopes
+/// remembered) through in-scope requests; and a context mixing the caller's own entry with
+/// one outside its scopes names the outside one both times.
+#[test]
+fn refusals_outside_the_scopes_hold_once_the_entries_were_read() {
+    let s = TestServer::start();
+    let (st, w) = s.call(
+        "POST",
+        "/v1/entries",
+        Some(&s.agent),
+        Some(json!({"content": "in bench: pay GB29 NWBK 6016 1331 9268 19"})),
+    );
+    assert_eq!(st, 201, "{w}");
+    let b = w["id"].as_str().unwrap().to_string();
+    let (st, w) = s.call(
+        "POST",
+        "/v1/entries",
+        Some(&s.other),
+        Some(json!({"content": "in other: pay GB29 NWBK 6016 1331 9268 19", "kind": "user_input"})),
+    );
+    assert_eq!(st, 201, "{w}");
+    let mine = w["id"].as_str().unwrap().to_string();
+    let context: Vec<String> = s.prepared.context.iter().map(|i| i.to_hex()).collect();
+    let call = json!({"name": "send_money", "arguments": {"recipient": "GB29NWBK60161331926819", "amount": 1}});
+    let other = Some(s.other.as_str());
+    let cases = || -> Vec<Case<'_>> {
+        vec![
+            (
+                "POST",
+                "/v1/gate".into(),
+                other,
+                Some(json!({"policy_name": "bench", "call": call, "context": context})),
+                404,
+                "not_found",
+            ),
+            (
+                "POST",
+                "/v1/gate".into(),
+                other,
+                Some(json!({"policy_name": "bench", "call": call, "context": [mine, b]})),
+                404,
+                "not_found",
+            ),
+            (
+                "POST",
+                "/v1/entries".into(),
+                other,
+                Some(json!({"content": "x", "parents": [{"id": mine}, {"id": b}]})),
+                404,
+                "not_found",
+            ),
+        ]
+    };
+    let names_b = |s: &TestServer| {
+        let (_, r) = s.call(
+            "POST",
+            "/v1/gate",
+            other,
+            Some(json!({"policy_name": "bench", "call": call, "context": [mine, b]})),
+        );
+        assert!(r["error"]["message"].as_str().unwrap().contains(&b), "{r}");
+    };
+    all_refused(&s, cases());
+    names_b(&s);
+    // In-scope requests read every one of those entries.
+    let mut all = context.clone();
+    all.push(b.clone());
+    let (st, d) = s.call(
+        "POST",
+        "/v1/gate",
+        Some(&s.agent),
+        Some(json!({"policy_name": "bench", "call": call, "context": all})),
+    );
+    assert_eq!(st, 200, "{d}");
+    let (st, d) = s.call(
+        "POST",
+        "/v1/gate",
+        other,
+        Some(json!({"policy_name": "bench", "call": call, "context": [mine]})),
+    );
+    assert_eq!(st, 200, "{d}");
+    all_refused(&s, cases());
+    names_b(&s);
+}
+
 #[test]
 fn an_external_token_never_writes_as_trusted() {
     let s = TestServer::start();

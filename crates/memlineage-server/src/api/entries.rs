@@ -6,6 +6,7 @@
 
 use super::wire::{EntryOut, InclusionOut, WeightIn, WrittenOut, parse_id};
 use crate::auth::Caller;
+use crate::entry_scopes::EntryScopes;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
@@ -316,21 +317,54 @@ pub fn parse_hash(s: &str, field: &str) -> ApiResult<Hash256> {
 
 /// Refuses (as "not found") any id that is not in the log or not within the caller's scopes.
 pub async fn check_readable(state: &AppState, caller: &Caller, ids: Vec<EntryId>) -> ApiResult<()> {
-    if ids.is_empty() {
+    if readable_remembered(state, caller, &ids)? {
         return Ok(());
     }
-    let caller = caller.clone();
-    state.read(move |mem| readable_in(mem, &caller, &ids)).await
+    let (caller, scopes) = (caller.clone(), state.clone());
+    state
+        .read(move |mem| readable_in(mem, &scopes.entry_scopes, &caller, &ids))
+        .await
+}
+
+/// The check of [`check_readable`] from the scopes the service remembers, without the store:
+/// `Ok(true)` when every id is remembered and readable, an error for the first id (in order)
+/// that is remembered and not readable, `Ok(false)` once an id is not remembered (the rest is
+/// then checked by [`readable_in`], in the same order, so the same id is named either way).
+pub fn readable_remembered(state: &AppState, caller: &Caller, ids: &[EntryId]) -> ApiResult<bool> {
+    for id in ids {
+        match state.entry_scopes.get(id) {
+            Some(scope) if caller.may_read(&scope) => {}
+            Some(_) => return Err(caller.hidden(id)),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 /// [`check_readable`] on the handle, for a caller already on the blocking pool (the gate
-/// checks its context in the same call that decides, one hop instead of two).
-pub fn readable_in(mem: &crate::state::Mem, caller: &Caller, ids: &[EntryId]) -> ApiResult<()> {
+/// checks its context in the same call that decides, one hop instead of two). Entries are
+/// read only when their scope is not remembered.
+pub fn readable_in(
+    mem: &crate::state::Mem,
+    scopes: &EntryScopes,
+    caller: &Caller,
+    ids: &[EntryId],
+) -> ApiResult<()> {
     for id in ids {
-        match mem.get(id) {
-            Ok(v) if caller.may_read(&v.entry.body().scope) => {}
-            Ok(_) | Err(memlineage::Error::NotFound(_)) => return Err(caller.hidden(id)),
-            Err(e) => return Err(e.into()),
+        let scope = match scopes.get(id) {
+            Some(scope) => scope,
+            None => match mem.get(id) {
+                Ok(v) => {
+                    let scope = &v.entry.body().scope;
+                    scopes.remember(*id, scope);
+                    scope.clone()
+                }
+                Err(memlineage::Error::NotFound(_)) => return Err(caller.hidden(id)),
+                Err(e) => return Err(e.into()),
+            },
+        };
+        if !caller.may_read(&scope) {
+            return Err(caller.hidden(id));
         }
     }
     Ok(())

@@ -181,14 +181,18 @@ pub async fn gate(
     req.repair_query = body.repair_query;
     req.scope = scope;
     req.readable = caller.readable_scopes();
+    // A token never gates on entries outside its scopes: every context entry must be readable
+    // with it, checked before anything is decided — from the scopes the service remembers, or
+    // else on the same trip to the blocking pool as the decision. Citations, attribution
+    // weights and sources may only name context entries (the gate refuses any other as a call
+    // it cannot judge), so this covers them too.
+    let remembered = super::entries::readable_remembered(&state, &caller, &req.context)?;
+    let scopes = state.clone();
     let decided = state
         .read(move |mem| {
-            // A token never gates on entries outside its scopes: every context entry must be
-            // readable with it, checked before anything is decided (on the same trip to the
-            // blocking pool as the decision). Citations, attribution weights and sources may
-            // only name context entries (the gate refuses any other as a call it cannot
-            // judge), so this covers them too.
-            super::entries::readable_in(mem, &caller, &req.context)?;
+            if !remembered {
+                super::entries::readable_in(mem, &scopes.entry_scopes, &caller, &req.context)?;
+            }
             Ok(mem.gate_unrecorded(&policy, &req))
         })
         .await?;
