@@ -211,8 +211,7 @@ pub async fn gate(
             });
         }
     };
-    let decision_json = serde_json::to_value(&decided.decision)
-        .map_err(|e| ApiError::internal(format!("encoding the decision: {e}")))?;
+    let decision_json = decided.decision_json;
     let kind = decided.decision.decision.as_str();
     // Two decisions on the same call and context by the same principal in the same
     // millisecond would be the same signed entry (the same id): each decision is an event of

@@ -78,8 +78,34 @@ pub struct GateOutcome {
 pub struct UnrecordedGate {
     /// The decision, with its texts written out.
     pub decision: GateDecision<'static>,
+    /// The decision as the JSON the record holds (`docs/gate.md`), made once for the record
+    /// and handed back so that a caller answering in JSON need not encode it again.
+    pub decision_json: serde_json::Value,
     /// The `gate_decision` entry to append before the decision is acted on.
     pub record: WriteRequest,
+}
+
+/// The content of a `gate_decision` record (`docs/gate.md`, "The decision record"): the call,
+/// the context, the decision and, when given, the sources. Every object's keys are written in
+/// sorted order (the fields below are declared so, and `arguments` and the decision are JSON
+/// maps, which keep their keys sorted), the bytes the record has always had: a third party
+/// re-checking a decision reads the same JSON however the record was made.
+#[derive(serde::Serialize)]
+struct RecordContent<'a> {
+    call: RecordCall<'a>,
+    context: &'a [EntryId],
+    decision: &'a serde_json::Value,
+    /// What the gate was told about where entries were read from, so that a third party
+    /// re-checking a confirm sees the same input.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    sources: &'a BTreeMap<EntryId, String>,
+}
+
+/// The call in a record: `{"arguments": …, "name": …}`.
+#[derive(serde::Serialize)]
+struct RecordCall<'a> {
+    arguments: &'a serde_json::Map<String, serde_json::Value>,
+    name: &'a str,
 }
 
 /// Each entry's id and the ids of all its parents.
@@ -109,7 +135,9 @@ impl Memory {
     /// no `repair_query`, the user's request — the text of the context's `user_input` entries
     /// whose label is trusted (an external `user_input` steers nothing) — is the query.
     pub fn gate(&self, policy: &Policy, req: &GateRequest) -> Result<GateOutcome, Error> {
-        let UnrecordedGate { decision, record } = self.gate_unrecorded(policy, req)?;
+        let UnrecordedGate {
+            decision, record, ..
+        } = self.gate_unrecorded(policy, req)?;
         let written = self.write(record)?;
         Ok(GateOutcome {
             decision,
@@ -129,8 +157,11 @@ impl Memory {
     ) -> Result<UnrecordedGate, Error> {
         // The log size the decision's remembered answers are checked against and new ones are
         // stamped with, read before anything else the decision reads (`carrier_cache.rs`).
-        let epoch = self.gate_epoch()?;
-        let views = self.gate_views(epoch)?;
+        let (epoch, note) = match self.gate_epoch()? {
+            Some((size, note)) => (Some(size), Some(note)),
+            None => (None, None),
+        };
+        let views = self.gate_views(epoch, note);
         let (context, mut parents, mut positions) =
             self.context_entries(&req.context, epoch, views)?;
         let query = match (&req.repair_query, req.repair) {
@@ -196,23 +227,27 @@ impl Memory {
         let decision = gate::decide(policy, &input)
             .map_err(Error::Gate)?
             .into_owned();
-        let mut record = serde_json::json!({
-            "call": {"name": req.call.name, "arguments": req.call.arguments},
-            "context": req.context,
-            "decision": decision,
-        });
-        if !req.sources.is_empty() {
-            // What the gate was told about where entries were read from, so that a third
-            // party re-checking a confirm sees the same input.
-            record["sources"] = serde_json::json!(req.sources);
-        }
-        let content = serde_json::to_vec(&record)
+        let decision_json = serde_json::to_value(&decision)
             .map_err(|e| Error::internal(format!("gate record: {e}")))?;
+        let content = serde_json::to_vec(&RecordContent {
+            call: RecordCall {
+                arguments: &req.call.arguments,
+                name: &req.call.name,
+            },
+            context: &req.context,
+            decision: &decision_json,
+            sources: &req.sources,
+        })
+        .map_err(|e| Error::internal(format!("gate record: {e}")))?;
         let record = WriteRequest::new(&req.recorder, EntryKind::GateDecision, content)
             .with_scope(req.scope.clone())
             .with_meta("tool", &req.call.name)
             .with_meta("decision", decision.decision.as_str());
-        Ok(UnrecordedGate { decision, record })
+        Ok(UnrecordedGate {
+            decision,
+            decision_json,
+            record,
+        })
     }
 
     /// Attribution weights for every argument of `call`, each argument treated as a derived
@@ -241,17 +276,21 @@ impl Memory {
     }
 
     /// When the gate may use and keep verified views of entries (`carrier_cache.rs`): the
-    /// stamp of this decision and the SHA-256 of the latest checkpoint note, read now, before
-    /// any entry is verified. `None` for a handle that remembers nothing, and for a reader
-    /// handle, whose every retrieval also checks the store's history against what it holds.
-    fn gate_views(&self, epoch: Option<u64>) -> Result<Option<(u64, Hash256)>, Error> {
-        let Some(stamp) = epoch else {
-            return Ok(None);
+    /// stamp of this decision and the SHA-256 of the latest checkpoint note (`note`, read with
+    /// the stamp in one snapshot by [`Memory::gate_epoch`], before any entry is verified).
+    /// `None` for a handle that remembers nothing, and for a reader handle, whose every
+    /// retrieval also checks the store's history against what it holds.
+    fn gate_views(
+        &self,
+        epoch: Option<u64>,
+        note: Option<Option<String>>,
+    ) -> Option<(u64, Hash256)> {
+        let (Some(stamp), Some(note)) = (epoch, note) else {
+            return None;
         };
         if self.reader.is_some() {
-            return Ok(None);
+            return None;
         }
-        let note = self.reads().latest_checkpoint()?;
         let mut bytes = b"memlineage gate views: checkpoint note\0".to_vec();
         match note {
             Some(n) => {
@@ -260,7 +299,7 @@ impl Memory {
             }
             None => bytes.push(0),
         }
-        Ok(Some((stamp, Hash256::of(&bytes))))
+        Some((stamp, Hash256::of(&bytes)))
     }
 
     /// The remembered view of `id`, when `views` allows one ([`Memory::gate_views`]).
@@ -542,4 +581,50 @@ fn failed_verification(d: &super::retrieve::Dropped) -> Error {
     .at(d.index)
     .entry(d.id)
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memlineage_core::Hash256;
+
+    /// The record's bytes are those of the JSON object built key by key (sorted keys at every
+    /// level), with and without sources.
+    #[test]
+    fn record_content_has_sorted_keys_at_every_level() {
+        let id = |i: u8| EntryId(Hash256::of(&[i]));
+        let arguments: serde_json::Map<String, serde_json::Value> = serde_json::from_str(
+            r#"{"zeta": [1, {"b": 2, "a": "\u202e"}], "amount": 1100.0, "recipient": "GB29 NWBK"}"#,
+        )
+        .unwrap();
+        let decision = serde_json::json!({"tool": "send_money", "decision": "deny", "reasons": [{"z": 1, "a": 2}]});
+        for sources in [
+            BTreeMap::new(),
+            BTreeMap::from([(id(9), "bill.txt".to_string()), (id(1), "a".into())]),
+        ] {
+            let context = vec![id(3), id(1)];
+            let made = serde_json::to_vec(&RecordContent {
+                call: RecordCall {
+                    arguments: &arguments,
+                    name: "send_money",
+                },
+                context: &context,
+                decision: &decision,
+                sources: &sources,
+            })
+            .unwrap();
+            let mut expected = serde_json::json!({
+                "call": {"name": "send_money", "arguments": arguments},
+                "context": context,
+                "decision": decision,
+            });
+            if !sources.is_empty() {
+                expected["sources"] = serde_json::json!(sources);
+            }
+            assert_eq!(
+                String::from_utf8(made).unwrap(),
+                serde_json::to_string(&expected).unwrap()
+            );
+        }
+    }
 }

@@ -166,14 +166,17 @@ impl Memory {
     /// Brings the gate's remembered answers up to date with the log (`carrier_cache.rs`): reads
     /// its size and, when it grew, the registry, distrust and tombstone records appended since
     /// the last look, in one read snapshot. Returns the size, with which answers computed from
-    /// now on are stamped and against which remembered ones are used; `None` when nothing
-    /// remembered may be used (the handle remembers nothing).
-    pub(crate) fn gate_epoch(&self) -> Result<Option<u64>, Error> {
+    /// now on are stamped and against which remembered ones are used, and the latest
+    /// checkpoint note read in the same snapshot (what the gate's remembered views are
+    /// anchored to, `Memory::gate_views`); `None` when nothing remembered may be used (the
+    /// handle remembers nothing).
+    pub(crate) fn gate_epoch(&self) -> Result<Option<(u64, Option<String>)>, Error> {
         if !self.carriers.enabled() {
             return Ok(None);
         }
         let snap = self.backend.snapshot()?;
         let size = snap.size()?;
+        let note = snap.latest_checkpoint()?;
         let from = self.carriers.scan_from(size);
         let mut latest = None;
         if from < size {
@@ -187,7 +190,10 @@ impl Memory {
                 }
             }
         }
-        Ok(self.carriers.scanned(from, size, latest).then_some(size))
+        Ok(self
+            .carriers
+            .scanned(from, size, latest)
+            .then_some((size, note)))
     }
 
     /// [`Memory::first_carriers`] with the log positions of the context and pool entries
