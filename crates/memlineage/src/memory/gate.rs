@@ -85,7 +85,7 @@ pub struct UnrecordedGate {
     pub record: WriteRequest,
 }
 
-/// The content of a `gate_decision` record (`docs/gate.md`, "The decision record"): the call,
+/// The content of a `gate_decision` record (`docs/formats.md`, "Control records"): the call,
 /// the context, the decision and, when given, the sources. Every object's keys are written in
 /// sorted order (the fields below are declared so, and `arguments` and the decision are JSON
 /// maps, which keep their keys sorted), the bytes the record has always had: a third party
