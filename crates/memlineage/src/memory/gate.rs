@@ -157,11 +157,9 @@ impl Memory {
     ) -> Result<UnrecordedGate, Error> {
         // The log size the decision's remembered answers are checked against and new ones are
         // stamped with, read before anything else the decision reads (`carrier_cache.rs`).
-        let (epoch, note) = match self.gate_epoch()? {
-            Some((size, note)) => (Some(size), Some(note)),
-            None => (None, None),
-        };
-        let views = self.gate_views(epoch, note);
+        let stamped = self.gate_epoch()?;
+        let epoch = stamped.as_ref().map(|(size, _)| *size);
+        let views = self.gate_views(stamped);
         let (context, mut parents, mut positions) =
             self.context_entries(&req.context, epoch, views)?;
         let query = match (&req.repair_query, req.repair) {
@@ -276,18 +274,12 @@ impl Memory {
     }
 
     /// When the gate may use and keep verified views of entries (`carrier_cache.rs`): the
-    /// stamp of this decision and the SHA-256 of the latest checkpoint note (`note`, read with
-    /// the stamp in one snapshot by [`Memory::gate_epoch`], before any entry is verified).
-    /// `None` for a handle that remembers nothing, and for a reader handle, whose every
-    /// retrieval also checks the store's history against what it holds.
-    fn gate_views(
-        &self,
-        epoch: Option<u64>,
-        note: Option<Option<String>>,
-    ) -> Option<(u64, Hash256)> {
-        let (Some(stamp), Some(note)) = (epoch, note) else {
-            return None;
-        };
+    /// stamp of this decision and the SHA-256 of the latest checkpoint note, both as
+    /// [`Memory::gate_epoch`] read them in one snapshot, before any entry is verified. `None`
+    /// for a handle that remembers nothing, and for a reader handle, whose every retrieval also
+    /// checks the store's history against what it holds.
+    fn gate_views(&self, stamped: Option<(u64, Option<String>)>) -> Option<(u64, Hash256)> {
+        let (stamp, note) = stamped?;
         if self.reader.is_some() {
             return None;
         }
