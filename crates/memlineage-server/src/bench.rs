@@ -167,7 +167,7 @@ pub fn prepare(dir: &Path) -> Result<Prepared, String> {
 }
 
 /// The content of write `i`: about 180 bytes, different each time.
-fn content(i: u64) -> String {
+pub fn content(i: u64) -> String {
     format!(
         "observation {i}: the user asked about invoice {} and the delivery window of order {}; \
          the agent noted the answer for the next session of the same conversation ({})",
@@ -178,7 +178,7 @@ fn content(i: u64) -> String {
 }
 
 /// The call of gate request `i`: the trusted payee (allow) or the attacker's (deny), in turn.
-fn call(i: u64) -> serde_json::Value {
+pub fn call(i: u64) -> serde_json::Value {
     let recipient = if i.is_multiple_of(2) {
         TRUSTED_IBAN
     } else {

@@ -32,7 +32,8 @@ pub use memlineage_core::{AttributionName, PrincipalName};
 pub use memory::{AtRisk, RollbackWindow, VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use memory::{
     AuditReport, CopyReport, Direction, EntryView, GateOutcome, GateRequest, IdPrefix, IntoBackend,
-    Memory, RejectedEmbedding, Settings, UnrecordedGate, VectorIndexStatus, WriteRequest, Written,
+    Memory, RejectedEmbedding, Settings, SignedWrites, UnrecordedGate, VectorIndexStatus,
+    WriteRequest, Written,
 };
 pub use signer::{ExternalSigner, Signer, SignerFailure, SignerProblem};
 #[cfg(feature = "postgres")]

@@ -187,16 +187,30 @@ pub async fn gate(
     // weights and sources may only name context entries (the gate refuses any other as a call
     // it cannot judge), so this covers them too.
     let remembered = super::entries::readable_remembered(&state, &caller, &req.context)?;
+    // Two decisions on the same call and context by the same principal in the same
+    // millisecond would be the same signed entry (the same id): each decision is an event of
+    // its own, so its record names the service request that made it.
+    let tag = state.next_request_tag();
+    let way = state.on_its_way();
     let scopes = state.clone();
     let decided = state
         .read(move |mem| {
             if !remembered {
                 super::entries::readable_in(mem, &scopes.entry_scopes, &caller, &req.context)?;
             }
-            Ok(mem.gate_unrecorded(&policy, &req))
+            // The record is labelled and signed here, beside the decision, so that the
+            // committer thread only appends it.
+            Ok(match mem.gate_unrecorded(&policy, &req) {
+                Ok(d) => {
+                    let record = d.record.with_meta("request", &tag);
+                    mem.sign_writes(vec![record])
+                        .map(|signed| (d.decision_json, d.decision.decision, signed))
+                }
+                Err(e) => Err(e),
+            })
         })
         .await?;
-    let decided = match decided {
+    let (decision_json, decision, signed) = match decided {
         Ok(d) => d,
         Err(e) => {
             metrics::counter!("memlineage_gate_decisions_total", "decision" => "error")
@@ -211,15 +225,8 @@ pub async fn gate(
             });
         }
     };
-    let decision_json = decided.decision_json;
-    let kind = decided.decision.decision.as_str();
-    // Two decisions on the same call and context by the same principal in the same
-    // millisecond would be the same signed entry (the same id): each decision is an event of
-    // its own, so its record names the service request that made it.
-    let record = decided
-        .record
-        .with_meta("request", &state.next_request_tag());
-    let written = state.write(vec![record]).await?;
+    let kind = decision.as_str();
+    let written = state.write_signed(signed, way).await?;
     let w = written
         .first()
         .ok_or_else(|| ApiError::internal("the decision record was not written"))?;

@@ -28,6 +28,7 @@ mod rollback;
 mod searchable;
 mod semantic;
 mod signature_helper;
+mod signed_writes;
 mod signing;
 mod signing_key;
 pub(crate) mod stage;
@@ -48,6 +49,7 @@ pub use read::{EntryView, Hash256Hex, InclusionProof};
 pub use reader::WITNESSED_SEARCH;
 pub use retrieve::{Dropped, Retrieval};
 pub use rollback::{AtRisk, RollbackWindow};
+pub use signed_writes::SignedWrites;
 pub use stage::Effect;
 pub use vector_indexer::{VectorIndexer, Wake};
 pub use witnessing::{VerifierKeyRecord, WitnessAnswer, WitnessRound};
@@ -135,6 +137,9 @@ pub struct Memory {
     clock: Box<dyn Clock>,
     /// What a reader requires of the store's history (`reader.rs`), when set.
     reader: Option<reader::Reader>,
+    /// This handle's process-unique number: [`SignedWrites`] it made skip, at the append,
+    /// the checks their signing did (`signed_writes.rs`).
+    handle: u64,
 }
 
 impl Memory {
@@ -257,6 +262,7 @@ impl Memory {
             lexical: None,
             clock: Box::new(SystemClock),
             reader: None,
+            handle: signed_writes::next_handle(),
         }
     }
 

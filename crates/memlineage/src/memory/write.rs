@@ -137,13 +137,18 @@ impl Memory {
     /// they were computed raises what an entry's parents (or its writer) imply, the batch is
     /// re-labelled, re-signed and appended again, up to [`RELABEL_ATTEMPTS`] times.
     pub fn write_batch(&self, reqs: Vec<WriteRequest>) -> Result<Vec<Written>, Error> {
-        let mut reqs = reqs;
-        // The ids the previous attempt gave the batch's entries: a re-labelled entry gets a new
-        // id, and later entries of the batch that name it as a parent are pointed at it.
-        let mut previous: Vec<EntryId> = Vec::new();
+        let first = self.write_batch_once(reqs, &[])?;
+        self.relabel_until_written(first)
+    }
+
+    /// Finishes a write whose first attempt was `outcome`: while a label is stale, the
+    /// batch is re-labelled, re-signed and appended again, up to [`RELABEL_ATTEMPTS`]
+    /// attempts in all.
+    pub(super) fn relabel_until_written(&self, outcome: Attempt) -> Result<Vec<Written>, Error> {
+        let mut outcome = outcome;
         let mut attempt = 1;
         loop {
-            match self.write_batch_once(reqs, &previous)? {
+            match outcome {
                 Ok(written) => return Ok(written),
                 Err((stale, records)) => {
                     // Drafting sees only distrust records already committed, so a label made
@@ -160,11 +165,15 @@ impl Memory {
                     }
                     tracing::debug!(attempt, "labels changed during the write: {stale}");
                     attempt += 1;
-                    previous = records.iter().map(|r| r.entry.id()).collect();
-                    reqs = records
+                    // The ids the previous attempt gave the batch's entries: a re-labelled
+                    // entry gets a new id, and later entries of the batch that name it as a
+                    // parent are pointed at it.
+                    let previous: Vec<EntryId> = records.iter().map(|r| r.entry.id()).collect();
+                    let reqs = records
                         .into_iter()
                         .map(request_of)
                         .collect::<Result<_, _>>()?;
+                    outcome = self.write_batch_once(reqs, &previous)?;
                 }
             }
         }
@@ -178,16 +187,42 @@ impl Memory {
         reqs: Vec<WriteRequest>,
         previous: &[EntryId],
     ) -> Result<Attempt, Error> {
+        let replayed = self.refresh_registry_and_distrust(self.reads())?;
+        let labels_seen = replayed.distrust.next();
+        let (records, signers) = self.sign_requests(&replayed, reqs, previous)?;
+        match self.append_records(&records, &signers, Some(labels_seen), Vec::new()) {
+            Ok(written) => {
+                self.note_written(&written);
+                Ok(Ok(written))
+            }
+            Err(stale @ Error::StaleLabel { .. }) => Ok(Err((stale, records))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Remembers the signed labels of entries just written (parents of later writes).
+    pub(super) fn note_written(&self, written: &[Written]) {
+        self.labels.extend(written.iter().map(|w| (w.id, w.label)));
+    }
+
+    /// Drafts and signs `reqs` against the registry and distrust records of `replayed`:
+    /// the records in order, with the verifying key that signed each. `previous[i]` is the id
+    /// entry `i` had in a previous attempt (empty on the first).
+    pub(super) fn sign_requests(
+        &self,
+        replayed: &Replayed,
+        reqs: Vec<WriteRequest>,
+        previous: &[EntryId],
+    ) -> Result<(Vec<NewRecord>, Vec<VerifyingKey>), Error> {
         let Replayed {
             registry, distrust, ..
-        } = self.refresh_registry_and_distrust(self.reads())?;
-        let labels_seen = distrust.next();
+        } = replayed;
         let mut batch = BatchIds {
             previous,
             renamed: HashMap::new(),
             labels: HashMap::new(),
         };
-        let read_ahead = self.parent_labels_ahead(&reqs, &distrust)?;
+        let read_ahead = self.parent_labels_ahead(&reqs, distrust)?;
         let threads = signing_threads();
         let count = reqs.len();
         let signed: Vec<Signed> = if threads > 1 && count >= PARALLEL_SIGNING_MIN {
@@ -201,8 +236,8 @@ impl Memory {
                     .next()
                     .ok_or_else(|| Error::internal("a batch request went missing"))?;
                 let draft = self.draft(
-                    &registry,
-                    &distrust,
+                    registry,
+                    distrust,
                     batch.rename(req),
                     &batch.labels,
                     &read_ahead,
@@ -225,8 +260,8 @@ impl Memory {
             for (i, req) in reqs.into_iter().enumerate() {
                 let s = self
                     .draft(
-                        &registry,
-                        &distrust,
+                        registry,
+                        distrust,
                         batch.rename(req),
                         &batch.labels,
                         &read_ahead,
@@ -237,16 +272,7 @@ impl Memory {
             }
             signed
         };
-        let (records, signers): (Vec<NewRecord>, Vec<VerifyingKey>) =
-            signed.into_iter().map(|s| (s.record, s.signer)).unzip();
-        match self.append_records(&records, &signers, Some(labels_seen), Vec::new()) {
-            Ok(written) => {
-                self.labels.extend(written.iter().map(|w| (w.id, w.label)));
-                Ok(Ok(written))
-            }
-            Err(stale @ Error::StaleLabel { .. }) => Ok(Err((stale, records))),
-            Err(e) => Err(e),
-        }
+        Ok(signed.into_iter().map(|s| (s.record, s.signer)).unzip())
     }
 
     /// Builds the body of one record: the label is computed from the parents' *effective*
@@ -442,7 +468,7 @@ impl Memory {
     ///
     /// `settings` are recorded with the batch: only the genesis batch of [`Memory::init`] has
     /// any, and then the log must still be empty and hold no settings.
-    fn append_records(
+    pub(super) fn append_records(
         &self,
         records: &[NewRecord],
         prepared: &[VerifyingKey],
@@ -612,7 +638,7 @@ impl BatchIds<'_> {
 }
 
 /// One attempt at a batch: written, or a stale label with the records to re-label.
-type Attempt = Result<Vec<Written>, (Error, Vec<NewRecord>)>;
+pub(super) type Attempt = Result<Vec<Written>, (Error, Vec<NewRecord>)>;
 
 /// How many times [`Memory::write_batch`] re-labels a batch whose labels a concurrently
 /// committed distrust record made stale.
