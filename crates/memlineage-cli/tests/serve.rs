@@ -173,6 +173,17 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
         .unwrap();
     let log: Value = serde_json::from_str(line).unwrap();
     assert_eq!(log["status"], "201");
+    // The log thread writes out every line still queued when the service stops: a line for
+    // each acknowledged write (and one for each refused or unanswered one).
+    let logged_writes = stderr
+        .lines()
+        .filter(|l| l.contains("\"route\":\"/v1/entries\"") && l.contains("\"status\":\"201\""))
+        .count();
+    assert!(
+        logged_writes >= acknowledged.len(),
+        "{logged_writes} log lines of acknowledged writes for {} acknowledged",
+        acknowledged.len()
+    );
     assert!(
         stderr.contains("every acknowledged write is durable"),
         "{stderr}"
