@@ -14,7 +14,7 @@
 //! such only by the handle that made it.
 
 use super::Memory;
-use super::write::WriteRequest;
+use super::write::{WriteRequest, Written};
 use crate::error::Error;
 use crate::store::NewRecord;
 use ed25519_dalek::VerifyingKey;
@@ -156,8 +156,3 @@ impl Memory {
         })
     }
 }
-
-use super::write::Written;
-
-#[cfg(test)]
-mod tests {}
