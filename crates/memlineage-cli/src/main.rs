@@ -251,4 +251,29 @@ mod tests {
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+
+    /// `bench --connections` takes 1 to 1024 connections, and only with `--service`.
+    #[cfg(feature = "server")]
+    #[test]
+    fn bench_connections_are_bounded_and_need_the_service_run() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(["memlineage", "bench"].iter().chain(args))
+                .map(|cli| match cli.command {
+                    Command::Bench(a) => (a.service, a.connections),
+                    _ => unreachable!("not the bench command"),
+                })
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(parse(&["--service"]), Ok((true, 64)));
+        assert_eq!(
+            parse(&["--service", "--connections", "128"]),
+            Ok((true, 128))
+        );
+        for bad in ["0", "1025", "many"] {
+            let err = parse(&["--service", "--connections", bad]).unwrap_err();
+            assert!(err.contains("--connections"), "{bad}: {err}");
+        }
+        let err = parse(&["--connections", "8"]).unwrap_err();
+        assert!(err.contains("--service"), "{err}");
+    }
 }

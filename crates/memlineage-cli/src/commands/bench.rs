@@ -51,6 +51,12 @@ pub struct BenchArgs {
     #[cfg(feature = "server")]
     #[arg(long, conflicts_with_all = ["scale", "generate", "only"])]
     pub service: bool,
+    /// With `--service`: the keep-alive connections the load generator keeps open (its
+    /// concurrent clients; 1 to 1024).
+    #[cfg(feature = "server")]
+    #[arg(long, requires = "service", default_value_t = 64,
+        value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub connections: u16,
     /// Where generated stores are cached (default: $MEMLINEAGE_BENCH_STORES, else
     /// target/bench-stores of the enclosing Cargo workspace).
     #[arg(long, value_name = "DIR")]
@@ -126,7 +132,7 @@ pub fn run(a: BenchArgs, _ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut report = |line: &str| progress.line(line);
     #[cfg(feature = "server")]
     if a.service {
-        let result = super::service_bench::run(a.quick, &mut report);
+        let result = super::service_bench::run(a.quick, usize::from(a.connections), &mut report);
         progress.finish();
         return result;
     }

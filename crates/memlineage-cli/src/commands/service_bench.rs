@@ -12,11 +12,12 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Connections the load generator keeps open.
-const CONNECTIONS: usize = 64;
-
-/// Runs the service benchmark.
-pub fn run(quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Outcome, CliError> {
+/// Runs the service benchmark, the load generator keeping `connections` connections open.
+pub fn run(
+    quick: bool,
+    connections: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Outcome, CliError> {
     let dir = tempfile::tempdir()
         .map_err(|e| CliError::failed(format!("cannot make a temporary directory: {e}")))?;
     progress("preparing the store");
@@ -31,7 +32,7 @@ pub fn run(quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Outcome, CliEr
     let http = over_http_blocking(
         &p,
         child.addr,
-        CONNECTIONS,
+        connections,
         requests,
         Duration::from_secs(if quick { 10 } else { 30 }),
     );
