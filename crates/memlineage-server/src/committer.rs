@@ -46,7 +46,12 @@ const QUEUE: usize = 8192;
 /// they arrive; tokio's timer rounds it up to the next millisecond).
 pub const COMMIT_DELAY: Duration = Duration::from_millis(1);
 
-type Reply = oneshot::Sender<Result<Vec<Written>, memlineage::Error>>;
+/// What a job's commit answered.
+pub type Committed = Result<Vec<Written>, SubmitError>;
+
+/// Where a job's answer goes: a request's task waiting on a channel, or a call that answers its
+/// request with more than the entries written (a gate decision, `api/gate.rs`).
+pub type Reply = Box<dyn FnOnce(Committed) + Send>;
 
 struct Job {
     writes: SignedWrites,
@@ -116,29 +121,44 @@ impl Committer {
 
     /// Appends `writes` (all or nothing) in the next group commit; returns once they are
     /// durable. `way` stops counting the write as on its way as it is queued.
-    pub async fn submit(
-        &self,
-        writes: SignedWrites,
-        way: OnItsWay,
-    ) -> Result<Vec<Written>, SubmitError> {
-        let (reply, answer) = oneshot::channel();
-        let ticket = crate::deadline::current();
+    pub async fn submit(&self, writes: SignedWrites, way: OnItsWay) -> Committed {
+        let (tx, answer) = oneshot::channel();
+        let reply: Reply = Box::new(move |committed| {
+            let _ = tx.send(committed);
+        });
+        let job = Job {
+            writes,
+            reply,
+            ticket: crate::deadline::current(),
+        };
         // Uncounted just before it is queued: a group that misses it by a moment commits
         // without it (it joins the next), while one counting a write already queued would
         // wait for nothing.
         drop(way);
-        self.tx
-            .send(Job {
-                writes,
-                reply,
-                ticket,
-            })
-            .await
-            .map_err(|_| SubmitError::Closed)?;
-        match answer.await {
-            Ok(Ok(w)) => Ok(w),
-            Ok(Err(e)) => Err(SubmitError::Write(e)),
-            Err(_) => Err(SubmitError::Closed),
+        if let Err(refused) = self.tx.send(job).await {
+            (refused.0.reply)(Err(SubmitError::Closed));
+        }
+        answer.await.unwrap_or(Err(SubmitError::Closed))
+    }
+
+    /// [`Committer::submit`] from a thread outside the runtime (a library thread): queues the
+    /// job and returns; `reply` gets the answer once the entries are durable (or the error).
+    /// `ticket` is the request's deadline ticket, taken on the request's task.
+    pub fn submit_from_thread(
+        &self,
+        writes: SignedWrites,
+        way: OnItsWay,
+        ticket: Option<Ticket>,
+        reply: Reply,
+    ) {
+        let job = Job {
+            writes,
+            reply,
+            ticket,
+        };
+        drop(way);
+        if let Err(refused) = self.tx.blocking_send(job) {
+            (refused.0.reply)(Err(SubmitError::Closed));
         }
     }
 }
@@ -241,20 +261,20 @@ fn commit_set(mem: &Mem, mut writes: SignedWrites, mut waiting: Vec<(usize, Repl
             for (k, reply) in waiting {
                 let mine: Vec<Written> = rest.by_ref().take(k).collect();
                 // Never re-submitted: the group is committed, whatever the answer's length.
-                let _ = reply.send(if complete {
+                reply(if complete {
                     Ok(mine)
                 } else {
-                    Err(memlineage::Error::Internal(
+                    Err(SubmitError::Write(memlineage::Error::Internal(
                         "the store acknowledged a group commit with the wrong number of entries"
                             .into(),
-                    ))
+                    )))
                 });
             }
         }
         Err(e) if waiting.len() <= 1 => {
             count(n, false);
             if let Some((_, reply)) = waiting.pop() {
-                let _ = reply.send(Err(e));
+                reply(Err(SubmitError::Write(e)));
             }
         }
         Err(_) => {
@@ -296,16 +316,13 @@ mod tests {
         (mem, agent)
     }
 
-    fn job(
-        writes: SignedWrites,
-    ) -> (
-        Job,
-        oneshot::Receiver<Result<Vec<Written>, memlineage::Error>>,
-    ) {
-        let (reply, answer) = oneshot::channel();
+    fn job(writes: SignedWrites) -> (Job, oneshot::Receiver<Committed>) {
+        let (tx, answer) = oneshot::channel();
         let job = Job {
             writes,
-            reply,
+            reply: Box::new(move |c| {
+                let _ = tx.send(c);
+            }),
             ticket: None,
         };
         (job, answer)
@@ -342,10 +359,13 @@ mod tests {
             .collect();
         for (i, r) in results.iter().enumerate() {
             match (i, r) {
-                (3, Err(e)) => assert!(e.to_string().contains("already in the log"), "{e}"),
+                (3, Err(SubmitError::Write(e))) => {
+                    assert!(e.to_string().contains("already in the log"), "{e}")
+                }
+                (3, Err(SubmitError::Closed)) => panic!("the committer was closed"),
                 (3, Ok(w)) => panic!("the duplicate job was committed: {w:?}"),
                 (_, Ok(w)) => assert_eq!(w.len(), texts[i].len()),
-                (_, Err(e)) => panic!("job {i} failed with the bad one: {e}"),
+                (_, Err(e)) => panic!("job {i} failed with the bad one: {e:?}"),
             }
         }
         // Every good entry once, each job's entries together and in order.
@@ -359,5 +379,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_job_submitted_from_a_plain_thread_is_answered_once_durable() {
+        let (mem, agent) = store();
+        let mem = Arc::new(mem);
+        let (committer, thread) = Committer::start(Arc::clone(&mem)).unwrap();
+        let writes = mem
+            .sign_writes(vec![WriteRequest::new(
+                &agent,
+                EntryKind::Observation,
+                "from a library thread",
+            )])
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let way = committer.on_its_way();
+        let submitter = committer.clone();
+        std::thread::spawn(move || {
+            submitter.submit_from_thread(writes, way, None, Box::new(move |c| tx.send(c).unwrap()));
+        })
+        .join()
+        .unwrap();
+        let written = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+        assert_eq!(written.len(), 1);
+        // Answered only once the entry is in the log.
+        let view = mem.get(&written[0].id).unwrap();
+        assert_eq!(view.content.as_deref(), Some(&b"from a library thread"[..]));
+        assert_eq!(committer.preparing.load(Ordering::SeqCst), 0);
+        drop(committer);
+        thread.join().unwrap();
     }
 }

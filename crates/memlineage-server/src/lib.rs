@@ -28,6 +28,7 @@ pub mod error;
 pub mod extract;
 pub mod jobs;
 pub mod keys;
+pub mod library_threads;
 pub mod loadgen;
 pub mod openapi;
 pub mod policies;

@@ -3,18 +3,19 @@
 //! One handle serves every request: the [`Committer`] thread appends through it, and reads,
 //! gate decisions and retrievals run beside (a file SQLite store reads through a pool of
 //! reader connections while an append commits). Nothing reaches the store any other way.
-//! Blocking library calls run on tokio's blocking pool ([`AppState::read`]), never on the
-//! request threads — with one exception, the labelling and signing of a request's few root
-//! entries ([`AppState::write`]): tens of microseconds of CPU that read nothing from the store
-//! while the handle's registry is current, where the trip to the pool and back (two thread
-//! wake-ups) cost as much again.
+//! Blocking library calls run on the service's library threads ([`AppState::read`],
+//! `library_threads.rs`), never on the request threads — with one exception, the labelling and
+//! signing of a request's few root entries ([`AppState::write`]): tens of microseconds of CPU
+//! that read nothing from the store while the handle's registry is current, where the trip to
+//! a library thread and back (two thread wake-ups) cost as much again.
 
-use crate::committer::{Committer, OnItsWay, SubmitError};
+use crate::committer::{Committed, Committer, OnItsWay, SubmitError};
 use crate::config::{Config, Limits};
 use crate::entry_scopes::EntryScopes;
 use crate::error::{ApiError, ApiResult};
 use crate::jobs::Jobs;
 use crate::keys::KeyStore;
+use crate::library_threads::{self, LibraryThreads};
 use crate::policies::Policies;
 use crate::token_cache::TokenCache;
 use memlineage::memory::{VectorIndexer, Wake};
@@ -80,8 +81,8 @@ pub struct Inner {
     /// This process's random tag and its request counter ([`AppState::next_request_tag`]).
     boot: String,
     requests: AtomicU64,
-    /// Permits for library calls running at once ([`AppState::read`], [`blocking_calls`]).
-    calls: tokio::sync::Semaphore,
+    /// The threads of blocking library calls ([`AppState::read`]).
+    library: LibraryThreads,
     /// Wakes the vector indexer after a commit, when semantic search is on.
     vectors: Option<Arc<Wake>>,
 }
@@ -89,13 +90,20 @@ pub struct Inner {
 /// The threads beside the request handlers, finished by [`Workers::finish`] at shutdown.
 pub struct Workers {
     committer: std::thread::JoinHandle<()>,
+    library: Vec<std::thread::JoinHandle<()>>,
     indexer: Option<VectorIndexer>,
 }
 
 impl Workers {
-    /// Waits for the committer to commit what is queued (every state handle must be dropped
-    /// first: that closes its queue), then stops the vector indexer and saves its index.
+    /// Waits for the library threads to finish their calls and the committer to commit what
+    /// is queued (every state handle must be dropped first: that closes their queues), then
+    /// stops the vector indexer and saves its index.
     pub fn finish(self) -> Result<(), String> {
+        for thread in self.library {
+            thread
+                .join()
+                .map_err(|_| "a library thread failed during shutdown".to_string())?;
+        }
         self.committer
             .join()
             .map_err(|_| "the committer thread failed during shutdown".to_string())?;
@@ -104,20 +112,6 @@ impl Workers {
             None => Ok(()),
         }
     }
-}
-
-/// The most blocking library calls that run at once, per core (at least 2, at most 6 in all):
-/// the calls are CPU-bound, so more at once than the cores only adds threads, context switches
-/// and reader connections — the store keeps 8 idle readers, and a call beyond them opens a
-/// fresh SQLite connection (its schema parsed again) and closes it afterwards, which under 64
-/// concurrent requests cost more than the decisions themselves (`docs/performance.md`,
-/// "Service"). Requests beyond the permits wait their turn without a thread.
-const BLOCKING_CALLS_PER_CORE: usize = 2;
-
-/// The number of permits: [`BLOCKING_CALLS_PER_CORE`] per core, between 2 and 6.
-fn blocking_calls() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    (cores * BLOCKING_CALLS_PER_CORE).clamp(2, 6)
 }
 
 impl std::ops::Deref for AppState {
@@ -155,6 +149,9 @@ impl AppState {
         let mem = Arc::new(mem);
         let (committer, thread) = Committer::start(Arc::clone(&mem))
             .map_err(|e| format!("cannot start the committer thread: {e}"))?;
+        let (library, library_handles) =
+            LibraryThreads::start(&mem, library_threads::thread_count())
+                .map_err(|e| format!("cannot start the library threads: {e}"))?;
         let indexer = match &config.semantic {
             Some(semantic) => Some(
                 VectorIndexer::start(Arc::clone(&mem), semantic.saved_in.clone(), |p| {
@@ -184,31 +181,30 @@ impl AppState {
                 hex::encode(b)
             },
             requests: AtomicU64::new(0),
-            calls: tokio::sync::Semaphore::new(blocking_calls()),
+            library,
             vectors: indexer.as_ref().map(VectorIndexer::waker),
         }));
         let workers = Workers {
             committer: thread,
+            library: library_handles,
             indexer,
         };
         Ok((state, workers))
     }
 
-    /// Runs a blocking library call on the handle.
+    /// Runs a blocking library call on the handle, on a library thread.
     pub async fn read<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Mem) -> ApiResult<T> + Send + 'static,
     {
-        // The permit is held until the call returned (a closed semaphore cannot happen: it
-        // is never closed).
-        let _permit = self
-            .calls
-            .acquire()
-            .await
-            .map_err(|_| ApiError::unavailable("the service is shutting down"))?;
-        let mem = Arc::clone(&self.mem);
-        blocking(move || f(&mem)).await
+        match self.library.run(f).await {
+            Some(Ok(answer)) => answer,
+            Some(Err(_)) => Err(ApiError::internal(
+                "the operation failed inside the service (a library call panicked)",
+            )),
+            None => Err(ApiError::unavailable("the service is shutting down")),
+        }
     }
 
     /// Runs a blocking library call that writes outside the group commit (a registry change,
@@ -225,17 +221,59 @@ impl AppState {
 
     /// Appends `reqs` in the next group commit; answers once they are durable. They are
     /// labelled and signed first ([`Memory::sign_writes`]), so that the committer thread only
-    /// appends: a few root entries on this thread, the others on the blocking pool.
+    /// appends: a few root entries on this thread, the others on a library thread.
     pub async fn write(&self, reqs: Vec<WriteRequest>) -> ApiResult<Vec<Written>> {
         let way = self.on_its_way();
         let inline = reqs.len() <= INLINE_SIGNING_MAX && reqs.iter().all(|r| r.parents.is_empty());
-        let writes = if inline {
-            self.mem.sign_writes(reqs)?
-        } else {
-            self.read(move |mem| mem.sign_writes(reqs).map_err(ApiError::from))
-                .await?
-        };
-        self.write_signed(writes, way).await
+        if inline {
+            let writes = self.mem.sign_writes(reqs)?;
+            return self.write_signed(writes, way).await;
+        }
+        let ((), written) = self
+            .sign_and_write(way, move |mem| Ok(((), mem.sign_writes(reqs)?)))
+            .await?;
+        Ok(written)
+    }
+
+    /// Runs `sign` on a library thread — a decision, labels, signatures: whatever yields the
+    /// signed entries to append, and what goes with them in the answer — and appends its
+    /// entries in the next group commit; answers once they are durable. The library thread
+    /// hands the entries to the committer itself, so this task is woken once, when the answer
+    /// is ready (`library_threads.rs`).
+    pub async fn sign_and_write<X, F>(&self, way: OnItsWay, sign: F) -> ApiResult<(X, Vec<Written>)>
+    where
+        X: Send + 'static,
+        F: FnOnce(&Mem) -> ApiResult<(X, SignedWrites)> + Send + 'static,
+    {
+        // Taken on the request's task: the committer claims it when the entries join a group.
+        let ticket = crate::deadline::current();
+        let (tx, answer) = tokio::sync::oneshot::channel();
+        let state = self.clone();
+        let queued = self.library.queue(move |mem| match sign(mem) {
+            Ok((with, writes)) => {
+                let committer = state.committer.clone();
+                committer.submit_from_thread(
+                    writes,
+                    way,
+                    ticket,
+                    Box::new(move |committed| {
+                        let _ = tx.send(state.after_commit(committed).map(|w| (with, w)));
+                    }),
+                );
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        });
+        if !queued {
+            return Err(ApiError::unavailable("the service is shutting down"));
+        }
+        // A sender dropped unanswered: `sign` panicked on its thread.
+        answer.await.unwrap_or_else(|_| {
+            Err(ApiError::internal(
+                "the operation failed inside the service (a library call panicked); nothing was written",
+            ))
+        })
     }
 
     /// Tells the committer that a write will be submitted shortly (`committer.rs`): the
@@ -255,6 +293,12 @@ impl AppState {
         // Requests already in flight when shutdown begins are still committed: the committer
         // drains its queue before the process exits.
         let written = self.committer.submit(writes, way).await;
+        self.after_commit(written)
+    }
+
+    /// Wakes the vector indexer after a successful commit; the commit's error as the
+    /// service's.
+    fn after_commit(&self, written: Committed) -> ApiResult<Vec<Written>> {
         if written.is_ok()
             && let Some(w) = &self.vectors
         {
@@ -311,15 +355,4 @@ impl AppState {
     pub fn begin_shutdown(&self) {
         self.ready.store(false, Ordering::SeqCst);
     }
-}
-
-/// Runs a blocking closure on tokio's blocking pool; a panic inside becomes a 500.
-pub async fn blocking<T, F>(f: F) -> ApiResult<T>
-where
-    T: Send + 'static,
-    F: FnOnce() -> ApiResult<T> + Send + 'static,
-{
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::internal(format!("the operation failed inside the service: {e}")))?
 }

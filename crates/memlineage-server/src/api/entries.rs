@@ -341,7 +341,7 @@ pub fn readable_remembered(state: &AppState, caller: &Caller, ids: &[EntryId]) -
     Ok(true)
 }
 
-/// [`check_readable`] on the handle, for a caller already on the blocking pool (the gate
+/// [`check_readable`] on the handle, for a caller already on a library thread (the gate
 /// checks its context in the same call that decides, one hop instead of two). Entries are
 /// read only when their scope is not remembered.
 pub fn readable_in(

@@ -183,9 +183,9 @@ pub async fn gate(
     req.readable = caller.readable_scopes();
     // A token never gates on entries outside its scopes: every context entry must be readable
     // with it, checked before anything is decided — from the scopes the service remembers, or
-    // else on the same trip to the blocking pool as the decision. Citations, attribution
-    // weights and sources may only name context entries (the gate refuses any other as a call
-    // it cannot judge), so this covers them too.
+    // else on the library thread, before the decision. Citations, attribution weights and
+    // sources may only name context entries (the gate refuses any other as a call it cannot
+    // judge), so this covers them too.
     let remembered = super::entries::readable_remembered(&state, &caller, &req.context)?;
     // Two decisions on the same call and context by the same principal in the same
     // millisecond would be the same signed entry (the same id): each decision is an event of
@@ -193,40 +193,12 @@ pub async fn gate(
     let tag = state.next_request_tag();
     let way = state.on_its_way();
     let scopes = state.clone();
-    let decided = state
-        .read(move |mem| {
-            if !remembered {
-                super::entries::readable_in(mem, &scopes.entry_scopes, &caller, &req.context)?;
-            }
-            // The record is labelled and signed here, beside the decision, so that the
-            // committer thread only appends it.
-            Ok(match mem.gate_unrecorded(&policy, &req) {
-                Ok(d) => {
-                    let record = d.record.with_meta("request", &tag);
-                    mem.sign_writes(vec![record])
-                        .map(|signed| (d.decision_json, d.decision.decision, signed))
-                }
-                Err(e) => Err(e),
-            })
+    let ((decision_json, decision), written) = state
+        .sign_and_write(way, move |mem| {
+            decide_and_sign(&scopes, mem, &caller, remembered, &policy, &req, &tag)
         })
         .await?;
-    let (decision_json, decision, signed) = match decided {
-        Ok(d) => d,
-        Err(e) => {
-            metrics::counter!("memlineage_gate_decisions_total", "decision" => "error")
-                .increment(1);
-            return Err(match e {
-                memlineage::Error::Gate(g) => ApiError::new(
-                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                    "cannot_judge",
-                    format!("the call cannot be judged: {g}; do not dispatch it"),
-                ),
-                other => other.into(),
-            });
-        }
-    };
     let kind = decision.as_str();
-    let written = state.write_signed(signed, way).await?;
     let w = written
         .first()
         .ok_or_else(|| ApiError::internal("the decision record was not written"))?;
@@ -236,4 +208,41 @@ pub async fn gate(
         record: w.id.to_hex(),
         record_entry: WrittenOut::from(w),
     }))
+}
+
+/// The decision and its record, labelled and signed (on a library thread): the scope check of
+/// context entries the service has not seen yet, then [`memlineage::Memory::gate_unrecorded`].
+fn decide_and_sign(
+    state: &AppState,
+    mem: &crate::state::Mem,
+    caller: &Caller,
+    remembered: bool,
+    policy: &memlineage_core::gate::Policy,
+    req: &GateRequest,
+    tag: &str,
+) -> ApiResult<(
+    (serde_json::Value, memlineage_core::gate::Decision),
+    memlineage::SignedWrites,
+)> {
+    if !remembered {
+        super::entries::readable_in(mem, &state.entry_scopes, caller, &req.context)?;
+    }
+    // The record is labelled and signed here, beside the decision, so that the committer
+    // thread only appends it.
+    let decided = mem.gate_unrecorded(policy, req).and_then(|d| {
+        let record = d.record.with_meta("request", tag);
+        mem.sign_writes(vec![record])
+            .map(|signed| ((d.decision_json, d.decision.decision), signed))
+    });
+    decided.map_err(|e| {
+        metrics::counter!("memlineage_gate_decisions_total", "decision" => "error").increment(1);
+        match e {
+            memlineage::Error::Gate(g) => ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "cannot_judge",
+                format!("the call cannot be judged: {g}; do not dispatch it"),
+            ),
+            other => other.into(),
+        }
+    })
 }
