@@ -331,7 +331,7 @@ impl Memory {
     }
 
     /// The backend, for reads outside a snapshot.
-    fn reads(&self) -> &dyn BackendRead {
+    pub(crate) fn reads(&self) -> &dyn BackendRead {
         &*self.backend
     }
 

@@ -10,15 +10,15 @@ use rusqlite::{Connection, params};
 
 /// Writes `batch`, calling the guard at each stage. The caller commits.
 /// `tail_entries`: when the tail spans that many entries, it is merged (`values.rs`,
-/// `ids.rs`). An id already in the log, or twice in the batch, fails it before anything is
-/// written.
+/// `ids.rs`); returns whether it was. An id already in the log, or twice in the batch, fails
+/// it before anything is written.
 pub(super) fn write(
     tx: &Connection,
     batch: &AppendBatch,
     guard: &mut AppendGuard<'_>,
     tail: &Tail,
     tail_entries: u64,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     super::ids::refuse_present(tx, tail, batch.entries.iter().map(|e| &e.id))?;
     {
         let mut ins_setting =
@@ -103,9 +103,11 @@ pub(super) fn write(
             put_effective.execute(params![id.as_bytes().as_slice(), label.as_str()])?;
         }
     }
-    if let Some(last) = batch.entries.last() {
-        super::values::merge_if_full(tx, last.index + 1, tail_entries)?;
-    }
+    let merged = match batch.entries.last() {
+        Some(last) => super::values::merge_if_full(tx, last.index + 1, tail_entries)?,
+        None => false,
+    };
     guard.reached(WriteStage::Derived)?;
-    guard.reached(WriteStage::Commit)
+    guard.reached(WriteStage::Commit)?;
+    Ok(merged)
 }

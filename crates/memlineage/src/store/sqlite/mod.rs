@@ -358,9 +358,12 @@ impl Backend for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let first = Reader(&tx, &self.tail).size()?;
         let batch = guard.run(&Reader(&tx, &self.tail), first)?;
-        append::write(&tx, &batch, guard, &self.tail, self.tail_entries)?;
+        let merged = append::write(&tx, &batch, guard, &self.tail, self.tail_entries)?;
         tx.commit()?;
         self.committed();
+        if !merged {
+            self.tail.note_appended(&batch.entries);
+        }
         Ok(first)
     }
 

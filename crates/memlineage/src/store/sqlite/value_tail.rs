@@ -25,6 +25,7 @@ use super::read::{id_from, index_from};
 use super::to_i64;
 use crate::error::Error;
 use crate::store::BackendRead;
+use crate::store::rows::EntryRow;
 use memlineage_core::EntryId;
 use memlineage_core::gate::ValueKey;
 use rusqlite::{Connection, params};
@@ -213,6 +214,40 @@ impl Tail {
         Ok(found)
     }
 
+    /// After this store value's append of `entries` (in index order) committed without a
+    /// merge: when the copy held every tail row below the first of them, it now holds theirs
+    /// too — the rows the append inserted, which the next lookup would otherwise read back
+    /// from the tables (the committer's next append first of all, `ids.rs`). A copy that
+    /// stopped elsewhere (rows another process appended, not yet read) is left to catch up
+    /// by reading, as before.
+    pub(super) fn note_appended(&self, entries: &[EntryRow]) {
+        let Some(first) = entries.first().map(|e| e.index) else {
+            return;
+        };
+        let Ok(mut copy) = self.state.lock() else {
+            return;
+        };
+        if copy.next != first || first < copy.below {
+            return;
+        }
+        let ids = self.ids_present.load(Ordering::Acquire);
+        for e in entries {
+            for key in &e.values {
+                let at = copy.keys.entry(*key).or_default();
+                // `INSERT OR IGNORE`: a key twice in one entry is one row.
+                if at.last() != Some(&e.index) {
+                    at.push(e.index);
+                }
+            }
+            if ids {
+                copy.ids.insert(e.id, e.index);
+            }
+        }
+        if let Some(last) = entries.last() {
+            copy.next = last.index + 1;
+        }
+    }
+
     /// Drops the copy: the next lookup reads the tail again from the tables.
     pub(super) fn forget(&self) {
         if let Ok(mut copy) = self.state.lock() {
@@ -263,4 +298,87 @@ fn scan(conn: &Connection, key: &ValueKey, from: u64) -> Result<Vec<u64>, Error>
         r.get::<_, i64>(0)
     })?;
     rows.map(|idx| index_from(idx?)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{BackendRead, SqliteStore};
+    use crate::{Memory, PrincipalName, Settings, WriteRequest};
+    use memlineage_core::EntryId;
+    use memlineage_core::entry::EntryKind;
+    use memlineage_core::gate::value_keys_of_text;
+    use memlineage_core::label::TrustClass;
+
+    const IBANS: [&str; 3] = [
+        "GB33 BUKB 2020 1555 5555 55",
+        "DE89 3704 0044 0532 0130 00",
+        "GB29 NWBK 6016 1331 9268 19",
+    ];
+
+    /// The writer's own copy — extended by its appends without reading them back
+    /// ([`super::Tail::note_appended`]) — answers every value and id lookup as a fresh store
+    /// value reading the tables does, across merges; and an entry already appended is refused
+    /// again (the id check reads the copy).
+    #[test]
+    fn the_writers_copy_extended_by_its_appends_answers_as_the_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("store.db");
+        let operator: PrincipalName = "operator".parse().unwrap();
+        let agent: PrincipalName = "agent".parse().unwrap();
+        let key = |b: u8| ed25519_dalek::SigningKey::from_bytes(&[b; 32]);
+        let mem = Memory::init(
+            SqliteStore::open(&file).unwrap().value_tail(7),
+            Settings::with_origin("test.local/value-tail"),
+            &operator,
+            key(1),
+        )
+        .unwrap();
+        mem.add_principal(&agent, TrustClass::Trusted, &key(2).verifying_key())
+            .unwrap();
+        mem.keys().insert(&agent, key(2));
+        let keys: Vec<_> = IBANS
+            .iter()
+            .flat_map(|i| value_keys_of_text(i))
+            .chain(value_keys_of_text("amount 3.00"))
+            .collect();
+        let mut appended = Vec::new();
+        let mut n = 0u64;
+        for step in 0..30u64 {
+            let reqs: Vec<WriteRequest> = (0..1 + step % 4)
+                .map(|k| {
+                    n += 1;
+                    let iban = IBANS[((step + k) % 3) as usize];
+                    let text = format!("note {n}: pay {iban}, amount {}.00", n % 5);
+                    WriteRequest::new(&agent, EntryKind::Observation, text)
+                })
+                .collect();
+            let writes = mem.sign_writes(reqs).unwrap();
+            mem.append_signed(&writes).unwrap();
+            appended.push(writes);
+            let size = mem.size().unwrap();
+            let fresh = SqliteStore::open(&file).unwrap();
+            let (own, tables): (&dyn BackendRead, &dyn BackendRead) = (mem.reads(), &fresh);
+            for k in &keys {
+                for from in [0, size / 2, size.saturating_sub(2)] {
+                    assert_eq!(
+                        own.value_carriers(k, from, 1000).unwrap(),
+                        tables.value_carriers(k, from, 1000).unwrap(),
+                        "step {step}: carriers from {from}"
+                    );
+                }
+            }
+            let zero = EntryId(memlineage_core::Hash256([0; 32]));
+            assert_eq!(
+                own.ids_from(&zero, 1000).unwrap(),
+                tables.ids_from(&zero, 1000).unwrap(),
+                "step {step}: ids"
+            );
+            let again = &appended[(step as usize * 7) % appended.len()];
+            let refused = mem.append_signed(again).unwrap_err();
+            assert!(
+                refused.to_string().contains("already in the log"),
+                "step {step}: {refused}"
+            );
+        }
+    }
 }
