@@ -12,8 +12,9 @@
 //!
 //! The threads are few (two per core, at least two, at most six): the calls are CPU-bound, and
 //! the store keeps 8 idle reader connections — a ninth call at once would open a fresh one.
-//! A call beyond them waits in the queue without a thread. A call that panics is answered as a
-//! failed call (its thread goes on).
+//! A call beyond them waits in the queue without a thread; one whose request is gone by its
+//! turn (timed out, its client disconnected) is skipped, so a backlog of abandoned requests
+//! costs no work. A call that panics is answered as a failed call (its thread goes on).
 
 use crate::state::Mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -78,6 +79,11 @@ impl LibraryThreads {
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let queued = self.queue(move |mem| {
+            // The request was dropped while its call waited (it timed out, or its client went
+            // away): nobody is waiting for the answer, so the call is not run.
+            if tx.is_closed() {
+                return;
+            }
             let _ = tx.send(catch_unwind(AssertUnwindSafe(|| f(mem))));
         });
         if !queued {
@@ -179,5 +185,38 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 50);
+    }
+
+    #[test]
+    fn a_call_whose_request_is_gone_is_not_run() {
+        let (threads, handles) = LibraryThreads::start(&mem(), 1).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        // The only thread is busy until released.
+        assert!(threads.queue(move |_| {
+            let _ = blocked.recv();
+        }));
+        rt.block_on(async {
+            let r = Arc::clone(&ran);
+            let call = threads.run(move |_| r.store(true, std::sync::atomic::Ordering::SeqCst));
+            // The request gives up while its call waits in the queue.
+            let gave_up = tokio::time::timeout(std::time::Duration::from_millis(20), call).await;
+            assert!(gave_up.is_err());
+            release.send(()).unwrap();
+            // Calls run in order: once the next one answered, the abandoned one had its turn.
+            assert_eq!(threads.run(|_| 1u8).await.unwrap().unwrap(), 1);
+        });
+        assert!(
+            !ran.load(std::sync::atomic::Ordering::SeqCst),
+            "an abandoned call was run"
+        );
+        drop(threads);
+        for h in handles {
+            h.join().unwrap();
+        }
     }
 }

@@ -249,20 +249,27 @@ impl AppState {
         let ticket = crate::deadline::current();
         let (tx, answer) = tokio::sync::oneshot::channel();
         let state = self.clone();
-        let queued = self.library.queue(move |mem| match sign(mem) {
-            Ok((with, writes)) => {
-                let committer = state.committer.clone();
-                committer.submit_from_thread(
-                    writes,
-                    way,
-                    ticket,
-                    Box::new(move |committed| {
-                        let _ = tx.send(state.after_commit(committed).map(|w| (with, w)));
-                    }),
-                );
+        let queued = self.library.queue(move |mem| {
+            // The request was dropped while this waited (its client went away, or it timed
+            // out before writing): nothing is signed or written, as nobody would be answered.
+            if tx.is_closed() {
+                return;
             }
-            Err(e) => {
-                let _ = tx.send(Err(e));
+            match sign(mem) {
+                Ok((with, writes)) => {
+                    let committer = state.committer.clone();
+                    committer.submit_from_thread(
+                        writes,
+                        way,
+                        ticket,
+                        Box::new(move |committed| {
+                            let _ = tx.send(state.after_commit(committed).map(|w| (with, w)));
+                        }),
+                    );
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
             }
         });
         if !queued {
