@@ -18,7 +18,7 @@ use crate::keys::KeyStore;
 use crate::library_threads::{self, LibraryThreads};
 use crate::policies::Policies;
 use crate::token_cache::TokenCache;
-use memlineage::memory::{VectorIndexer, Wake};
+use memlineage::memory::{VectorIndexer, Wake, WalCheckpointer};
 use memlineage::search::{VectorIndexOptions, VectorIndexing};
 use memlineage::{Memory, PrincipalName, SignedWrites, StoreLocation, WriteRequest, Written};
 use memlineage_core::label::TrustClass;
@@ -92,12 +92,14 @@ pub struct Workers {
     committer: std::thread::JoinHandle<()>,
     library: Vec<std::thread::JoinHandle<()>>,
     indexer: Option<VectorIndexer>,
+    /// WAL checkpoints off the committer (`None`: the store has no WAL).
+    checkpointer: Option<WalCheckpointer>,
 }
 
 impl Workers {
     /// Waits for the library threads to finish their calls and the committer to commit what
     /// is queued (every state handle must be dropped first: that closes their queues), then
-    /// stops the vector indexer and saves its index.
+    /// stops the WAL checkpointer and the vector indexer and saves its index.
     pub fn finish(self) -> Result<(), String> {
         for thread in self.library {
             thread
@@ -107,6 +109,9 @@ impl Workers {
         self.committer
             .join()
             .map_err(|_| "the committer thread failed during shutdown".to_string())?;
+        if let Some(checkpointer) = self.checkpointer {
+            checkpointer.stop()?;
+        }
         match self.indexer {
             Some(indexer) => indexer.stop(),
             None => Ok(()),
@@ -152,6 +157,13 @@ impl AppState {
         let (library, library_handles) =
             LibraryThreads::start(&mem, library_threads::thread_count())
                 .map_err(|e| format!("cannot start the library threads: {e}"))?;
+        // Checkpoints of SQLite's WAL on a thread of their own: a commit that checkpoints
+        // holds up the whole group behind it (`docs/performance.md`).
+        let checkpointer = WalCheckpointer::start(Arc::clone(&mem), |c| {
+            metrics::counter!("memlineage_wal_checkpoints_total").increment(1);
+            metrics::gauge!("memlineage_wal_pages").set(c.wal_pages as f64);
+        })
+        .map_err(|e| format!("cannot start the WAL checkpointer: {e}"))?;
         let indexer = match &config.semantic {
             Some(semantic) => Some(
                 VectorIndexer::start(Arc::clone(&mem), semantic.saved_in.clone(), |p| {
@@ -188,6 +200,7 @@ impl AppState {
             committer: thread,
             library: library_handles,
             indexer,
+            checkpointer,
         };
         Ok((state, workers))
     }

@@ -304,14 +304,7 @@ fn crash_at(location: &str, point: usize) {
         POINTS[point],
         String::from_utf8_lossy(&out.stderr)
     );
-    let acked: Vec<(EntryId, u64)> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("ACK "))
-        .map(|l| {
-            let (id, index) = l.split_once(' ').unwrap();
-            (id.parse::<EntryId>().unwrap(), index.parse().unwrap())
-        })
-        .collect();
+    let acked = common::acknowledged(&stdout);
     assert_eq!(acked.len(), 27, "{stdout}");
     let location: StoreLocation = location.parse().unwrap();
     let mem = Memory::open_at(&location).unwrap();

@@ -36,6 +36,7 @@ pub(crate) mod value_index;
 mod vector_indexer;
 mod verified_cache;
 mod verified_note;
+mod wal_checkpointer;
 mod witnessing;
 mod write;
 
@@ -52,6 +53,7 @@ pub use rollback::{AtRisk, RollbackWindow};
 pub use signed_writes::SignedWrites;
 pub use stage::Effect;
 pub use vector_indexer::{VectorIndexer, Wake};
+pub use wal_checkpointer::WalCheckpointer;
 pub use witnessing::{VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use write::{RELABEL_ATTEMPTS, WriteRequest, Written};
 
@@ -323,6 +325,21 @@ impl Memory {
     /// (each one sync on a durable backend; a batch is one: group commit).
     pub fn commits(&self) -> Option<u64> {
         self.backend.commits()
+    }
+
+    /// Leaves the store's write-ahead-log checkpoints to [`Memory::checkpoint_wal`], run by the
+    /// owner on a thread of its own ([`WalCheckpointer`]), so that no commit waits for one;
+    /// returns whether the store has such a log (the SQLite file store). Commits still
+    /// checkpoint if nobody does for a long while (`docs/store.md`, "Checkpoints").
+    pub fn defer_wal_checkpoints(&self) -> Result<bool, Error> {
+        self.backend.defer_wal_checkpoints()
+    }
+
+    /// Copies the committed pages of the store's write-ahead log that no reader still needs
+    /// into the database file, without blocking writers or readers; `None` when the store has
+    /// no such log.
+    pub fn checkpoint_wal(&self) -> Result<Option<crate::store::WalCheckpoint>, Error> {
+        self.backend.checkpoint_wal()
     }
 
     /// The registry as of now (refreshed from the store).

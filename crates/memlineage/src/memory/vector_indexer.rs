@@ -59,19 +59,19 @@ impl Wake {
         }
     }
 
-    fn stop(&self) {
+    pub(super) fn stop(&self) {
         if let Ok(mut s) = self.signal.lock() {
             s.stop = true;
             self.changed.notify_one();
         }
     }
 
-    fn stopped(&self) -> bool {
+    pub(super) fn stopped(&self) -> bool {
         self.signal.lock().map_or(true, |s| s.stop)
     }
 
     /// Sleeps up to `timeout`, or until woken or stopped.
-    fn sleep(&self, timeout: Duration) {
+    pub(super) fn sleep(&self, timeout: Duration) {
         let Ok(s) = self.signal.lock() else {
             return;
         };

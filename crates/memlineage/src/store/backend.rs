@@ -20,7 +20,7 @@
 
 use super::rows::{
     AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
-    StoredNote, ValueRows,
+    StoredNote, ValueRows, WalCheckpoint,
 };
 use super::text::SearchTerms;
 use crate::error::Error;
@@ -338,6 +338,21 @@ pub trait Backend: BackendRead + Send + Sync {
     /// one sync on a durable backend): how group commit shows.
     fn commits(&self) -> Option<u64> {
         None
+    }
+
+    /// Leaves the write-ahead log's checkpoints to the owner, who runs
+    /// [`Backend::checkpoint_wal`] on a thread of its own, so that no commit waits for one
+    /// (the SQLite file store: `docs/store.md`, "Checkpoints"). A backend that defers keeps a
+    /// safety net: commits checkpoint again if the owner falls far behind. Returns whether it
+    /// defers. Provided: no (nothing to checkpoint, or the server does it).
+    fn defer_wal_checkpoints(&self) -> Result<bool, Error> {
+        Ok(false)
+    }
+
+    /// Copies committed pages of the write-ahead log into the database file without blocking
+    /// writers or readers; `None` when the backend has no such log. Provided: `None`.
+    fn checkpoint_wal(&self) -> Result<Option<WalCheckpoint>, Error> {
+        Ok(None)
     }
 }
 

@@ -34,7 +34,7 @@ pub use postgres::{
 };
 pub use rows::{
     AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, EntryRow, ForgottenRow,
-    IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote, ValueRows,
+    IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote, ValueRows, WalCheckpoint,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

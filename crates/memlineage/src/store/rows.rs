@@ -250,3 +250,15 @@ impl ValueRows {
         self.marker.as_ref().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 }
+
+/// What one checkpoint of a write-ahead log did ([`Backend::checkpoint_wal`](super::Backend::checkpoint_wal)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalCheckpoint {
+    /// Another checkpoint held the log: this one did nothing.
+    pub busy: bool,
+    /// Pages (frames) in the log.
+    pub wal_pages: u64,
+    /// Of those, pages now in the database file (the others are still needed by a reader, or
+    /// were committed during the checkpoint: the next one takes them).
+    pub checkpointed_pages: u64,
+}

@@ -199,3 +199,15 @@ pub fn embedder() -> Option<std::sync::Arc<dyn memlineage::search::TextEmbedder>
         }
     }
 }
+
+/// The entries a crashing child process acknowledged: its stdout lines `ACK <id> <index>`.
+pub fn acknowledged(stdout: &str) -> Vec<(EntryId, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("ACK "))
+        .map(|l| {
+            let (id, index) = l.split_once(' ').unwrap();
+            (id.parse::<EntryId>().unwrap(), index.parse().unwrap())
+        })
+        .collect()
+}

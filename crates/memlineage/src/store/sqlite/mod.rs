@@ -24,10 +24,12 @@ mod schema;
 mod search;
 mod value_tail;
 mod values;
+mod wal_checkpoints;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
 use super::rows::{
-    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote, ValueRows,
+    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
+    ValueRows, WalCheckpoint,
 };
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StoreState};
@@ -49,6 +51,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use value_tail::Tail;
+use wal_checkpoints::Checkpoints;
 
 /// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
 /// 25 texts besides at most 27 bucketed reads of nodes and entries, `buckets.rs`).
@@ -95,6 +98,8 @@ pub struct SqliteStore {
     tail: Tail,
     /// Entries after which an append merges the value index's tail ([`SqliteStore::value_tail`]).
     tail_entries: u64,
+    /// The connection that checkpoints deferred by the owner run on (`wal_checkpoints.rs`).
+    checkpoints: Checkpoints,
 }
 
 impl SqliteStore {
@@ -137,6 +142,7 @@ impl SqliteStore {
             read_only: true,
             tail: Tail::default(),
             tail_entries: values::TAIL_ENTRIES,
+            checkpoints: Checkpoints::default(),
         })
     }
 
@@ -187,6 +193,7 @@ impl SqliteStore {
             read_only: false,
             tail: Tail::default(),
             tail_entries: values::TAIL_ENTRIES,
+            checkpoints: Checkpoints::default(),
         })
     }
 
@@ -405,6 +412,14 @@ impl Backend for SqliteStore {
 
     fn commits(&self) -> Option<u64> {
         Some(self.commits.load(Ordering::SeqCst))
+    }
+
+    fn defer_wal_checkpoints(&self) -> Result<bool, Error> {
+        self.defer_checkpoints()
+    }
+
+    fn checkpoint_wal(&self) -> Result<Option<WalCheckpoint>, Error> {
+        self.checkpoint_wal_now()
     }
 
     fn read_only(&self) -> bool {
