@@ -28,6 +28,10 @@ pub const BUSY_COMMITS: u64 = 64;
 /// The longest a committed page waits for a checkpoint when commits are few.
 pub const IDLE_INTERVAL: Duration = Duration::from_secs(2);
 
+/// How long the thread waits after a failed checkpoint (one warning per failure, not one per
+/// turn; the writer's safety net keeps the log bounded meanwhile).
+const RETRY: Duration = Duration::from_secs(5);
+
 /// The running checkpointer.
 pub struct WalCheckpointer {
     wake: Arc<Wake>,
@@ -83,7 +87,10 @@ fn run(mem: &Memory, wake: &Wake, on_checkpoint: &dyn Fn(WalCheckpoint)) {
         match mem.checkpoint_wal() {
             Ok(Some(done)) => on_checkpoint(done),
             Ok(None) => return,
-            Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed; trying again"),
+            Err(e) => {
+                tracing::warn!(error = %e, "WAL checkpoint failed; trying again");
+                wake.sleep(RETRY);
+            }
         }
         // Commits made during a failed checkpoint are counted with the next turn's.
         seen = now;

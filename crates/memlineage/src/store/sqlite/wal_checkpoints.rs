@@ -50,9 +50,17 @@ impl Checkpoints {
         };
         // Columns: whether it was blocked (another checkpoint held the lock), the frames in
         // the WAL, the frames now in the database file (SQLite, "PRAGMA wal_checkpoint").
-        let (busy, wal, done): (i64, i64, i64) = conn
-            .prepare_cached("PRAGMA wal_checkpoint(PASSIVE)")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let ran = conn
+            .prepare_cached("PRAGMA wal_checkpoint(PASSIVE)")
+            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))));
+        let (busy, wal, done): (i64, i64, i64) = match ran {
+            Ok(row) => row,
+            Err(e) => {
+                // The next run opens a new connection rather than retry on one that failed.
+                *slot = None;
+                return Err(e.into());
+            }
+        };
         Ok(WalCheckpoint {
             busy: busy != 0,
             wal_pages: u64::try_from(wal).unwrap_or(0),
