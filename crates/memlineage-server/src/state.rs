@@ -109,13 +109,11 @@ impl Workers {
         self.committer
             .join()
             .map_err(|_| "the committer thread failed during shutdown".to_string())?;
-        if let Some(checkpointer) = self.checkpointer {
-            checkpointer.stop()?;
-        }
-        match self.indexer {
-            Some(indexer) => indexer.stop(),
-            None => Ok(()),
-        }
+        // Both are stopped whatever the other says: the vector index is saved even if the
+        // checkpoint thread failed (SQLite checkpoints what is left at the last close).
+        let checkpoints = self.checkpointer.map_or(Ok(()), WalCheckpointer::stop);
+        let vectors = self.indexer.map_or(Ok(()), VectorIndexer::stop);
+        checkpoints.and(vectors)
     }
 }
 
