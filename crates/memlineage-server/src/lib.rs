@@ -30,6 +30,7 @@ pub mod jobs;
 pub mod keys;
 pub mod library_threads;
 pub mod loadgen;
+pub mod log_writer;
 pub mod openapi;
 pub mod policies;
 pub mod server;

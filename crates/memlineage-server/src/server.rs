@@ -174,6 +174,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("memlineage-http")
+        // Request log lines wait in a buffer of the thread until it runs out of work
+        // (`log_writer.rs`): one write for a burst of requests, not one per request.
+        .on_thread_park(crate::log_writer::worker_parks)
+        .on_thread_stop(crate::log_writer::flush_this_thread)
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }

@@ -4,10 +4,12 @@
 
 use crate::error::ApiError;
 use axum::extract::{MatchedPath, Request};
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -61,42 +63,99 @@ pub async fn metrics_text() -> Response {
 
 /// Times every request, counts it, and logs one line with its route, status, latency, the id
 /// of the token presented (never the token) and the request id.
+///
+/// It runs for every request, so it allocates nothing it need not: the route, method, token
+/// header and request id are shared handles, read after the answer; the latency histogram of
+/// each route, method and status is looked up once per thread ([`request_histogram`]).
 pub async fn observe(req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().as_str().to_string();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let token = req
+    let method = req.method().clone();
+    let route = req.extensions().get::<MatchedPath>().cloned();
+    let authorization = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
-        .and_then(crate::tokens::token_id)
-        .map(str::to_string);
-    let request_id = req
-        .extensions()
-        .get::<RequestId>()
-        .and_then(|r| r.header_value().to_str().ok())
-        .map(str::to_string);
+        .cloned();
+    let request_id = req.extensions().get::<RequestId>().cloned();
     let resp = next.run(req).await;
     let seconds = started.elapsed().as_secs_f64();
-    let status = resp.status().as_u16().to_string();
-    metrics::histogram!("memlineage_http_request_duration_seconds",
-        "route" => route.clone(), "method" => method.clone(), "status" => status.clone())
-    .record(seconds);
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let method = method_label(&method);
+    let status = resp.status();
+    request_histogram(route, method, status).record(seconds);
+    let token = authorization
+        .as_ref()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
+        .and_then(crate::tokens::token_id);
+    let request_id = request_id
+        .as_ref()
+        .and_then(|r| r.header_value().to_str().ok());
     tracing::info!(
         target: "memlineage_server::http",
-        method = %method,
-        route = %route,
-        status = %status,
+        method = method,
+        route = route,
+        status = %status.as_u16(),
         latency_us = (seconds * 1e6) as u64,
-        token = token.as_deref().unwrap_or("-"),
-        request_id = request_id.as_deref().unwrap_or("-"),
+        token = token.unwrap_or("-"),
+        request_id = request_id.unwrap_or("-"),
         "request"
     );
     resp
+}
+
+/// The method as a metric label and log field: one of the standard methods, or `other`, so
+/// that a client sending made-up methods cannot grow the metrics without bound.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    const KNOWN: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::DELETE, "DELETE"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::PATCH, "PATCH"),
+        (Method::TRACE, "TRACE"),
+        (Method::CONNECT, "CONNECT"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(m, _)| m == method)
+        .map_or("other", |(_, s)| s)
+}
+
+/// Histograms this thread has recorded into, by route, then method and status.
+type Histograms = HashMap<String, Vec<(&'static str, StatusCode, metrics::Histogram)>>;
+
+thread_local! {
+    static HISTOGRAMS: RefCell<Histograms> = RefCell::new(HashMap::new());
+}
+
+/// The latency histogram of `route`, `method` and `status`, kept by the thread once the
+/// process's recorder is installed (routes are the router's, methods and statuses bounded, so
+/// the table stays small); before that, looked up at every call, as the `metrics` macros do.
+fn request_histogram(route: &str, method: &'static str, status: StatusCode) -> metrics::Histogram {
+    let lookup = || {
+        metrics::histogram!("memlineage_http_request_duration_seconds",
+            "route" => route.to_string(), "method" => method, "status" => status.as_str().to_string())
+    };
+    if !matches!(PROMETHEUS.get(), Some(Some(_))) {
+        return lookup();
+    }
+    HISTOGRAMS.with(|h| {
+        let mut h = h.borrow_mut();
+        if let Some(kept) = h
+            .get(route)
+            .and_then(|v| v.iter().find(|(m, s, _)| *m == method && *s == status))
+        {
+            return kept.2.clone();
+        }
+        let made = lookup();
+        h.entry(route.to_string())
+            .or_default()
+            .push((method, status, made.clone()));
+        made
+    })
 }
 
 /// Request ids: a per-process counter (`x-request-id`, kept when the client sent one).
@@ -124,13 +183,14 @@ pub fn panic_response(err: Box<dyn std::any::Any + Send + 'static>) -> Response 
 }
 
 /// Installs the log subscriber: JSON lines (default) or text, on stderr, filtered by
-/// `RUST_LOG` (default `info`).
+/// `RUST_LOG` (default `info`); the service's runtime threads write their lines in batches
+/// (`log_writer.rs`).
 pub fn init_logs(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(crate::log_writer::Stderr);
     let _ = if json {
         builder.json().flatten_event(true).try_init()
     } else {

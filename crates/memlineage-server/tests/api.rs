@@ -255,7 +255,24 @@ fn gate_denies_repairs_allows_and_logs_each_decision() {
     assert_eq!(a["decision"], "allow", "{a}");
     assert_eq!(s.size(), before + 3);
 
+    // A made-up method is counted as `other`: clients cannot grow the metrics without bound.
+    {
+        use std::io::{Read, Write};
+        let addr = s.base.trim_start_matches("http://");
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            c,
+            "BREWCOFFEE /v1/gate HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
+    }
+
     let (_, m) = s.text("GET", "/metrics", None, None, None);
+    assert!(m.contains("method=\"other\""), "{m}");
+    assert!(!m.contains("BREWCOFFEE"), "{m}");
     assert!(m.contains("memlineage_gate_decisions_total"), "{m}");
     assert!(m.contains("decision=\"deny\""), "{m}");
     assert!(

@@ -152,7 +152,7 @@ impl SqliteStore {
     }
 
     /// Sets after how many entries an append merges the value index's tail into its
-    /// key-ordered table (default 16,384, `docs/store.md`, "Value index"). Smaller tails cost
+    /// key-ordered table (default 32,768, `docs/store.md`, "Value index"). Smaller tails cost
     /// less memory per handle and more pages per entry; what a lookup answers is the same for
     /// any size (tests use tiny ones to merge often).
     pub fn value_tail(mut self, entries: u64) -> SqliteStore {
@@ -183,6 +183,7 @@ impl SqliteStore {
         }
         conn.execute_batch(CREATE_EMBEDDINGS)?;
         conn.execute_batch(CREATE_VALUE_KEYS)?;
+        schema::merge_full_text_less_often(&conn)?;
         Ok(SqliteStore {
             writer: Mutex::new(conn),
             readers: path

@@ -84,11 +84,13 @@ impl Tail {
             return Ok(View::Scan { below, size });
         }
         if below > copy.below {
-            *copy = Copy {
-                below,
-                next: below,
-                ..Copy::default()
-            };
+            // Emptied, not replaced: the maps keep their capacity for the next tail, which
+            // grows to the same size (rehashing a map of ≈ 100,000 keys as it grew from empty
+            // was ≈ 1 % of the committer's time per write).
+            copy.below = below;
+            copy.next = below;
+            copy.keys.clear();
+            copy.ids.clear();
         }
         if copy.next < size {
             let (from, to) = (to_i64(copy.next)?, to_i64(size)?);

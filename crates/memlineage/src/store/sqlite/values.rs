@@ -25,8 +25,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 /// Entries whose keys stay in the tail before an append merges it into `value_keys`: the
 /// merge dirties each leaf page of `value_keys` at most once, so the larger the tail the
 /// fewer pages per entry (≈ 4 keys per entry fill ≈ 400 leaf pages per 16,384 entries); the
-/// handle keeps the tail's keys in memory (a few MiB at this size).
-pub(super) const TAIL_ENTRIES: u64 = 16_384;
+/// handle keeps the tail's keys in memory (≈ 10 MiB at this size). 32,768 rather than 16,384
+/// since 2026-12-05: on a store of 200,000 entries the merges were ≈ 6 % of the service's CPU
+/// per write, and its durable writes rose ≈ 6 % (`docs/performance.md`, "Fewer full-text
+/// merges, a longer value tail, the request log in batches"); the append that merges takes
+/// about twice as long, half as often.
+pub(super) const TAIL_ENTRIES: u64 = 32_768;
 
 /// The leaf indices of the entries indexed under `key` with index ≥ `from`, ascending, at most
 /// `limit`: the merged table and the tail, read in one snapshot (a read transaction is begun
