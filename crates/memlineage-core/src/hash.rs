@@ -24,6 +24,15 @@ impl Hash256 {
         hex::encode(self.0)
     }
 
+    /// Lowercase hex, 64 characters, on the stack: for writers (JSON, `Display`) that only
+    /// need to read it — a decision's record names dozens of ids, each a `String` otherwise.
+    pub fn hex(&self) -> Hex {
+        let mut out = [0u8; 64];
+        // 32 bytes always fit 64 hex digits.
+        let _ = hex::encode_to_slice(self.0, &mut out);
+        Hex(out)
+    }
+
     /// Builds a digest from a slice that must be exactly 32 bytes long.
     pub fn from_slice(bytes: &[u8]) -> Option<Self> {
         <[u8; 32]>::try_from(bytes).ok().map(Hash256)
@@ -79,6 +88,10 @@ impl EntryId {
     pub fn to_hex(&self) -> String {
         self.0.to_hex()
     }
+    /// Lowercase hex, 64 characters, on the stack ([`Hash256::hex`]).
+    pub fn hex(&self) -> Hex {
+        self.0.hex()
+    }
     /// The first 12 hex characters, for tables and graphs meant for people.
     pub fn short(&self) -> String {
         hex::encode(&self.0.0[..6])
@@ -94,7 +107,19 @@ impl FromStr for EntryId {
 
 impl fmt::Display for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        f.write_str(self.hex().as_str())
+    }
+}
+
+/// A digest's 64 lowercase hex digits, held on the stack ([`Hash256::hex`]).
+#[derive(Clone, Copy)]
+pub struct Hex([u8; 64]);
+
+impl Hex {
+    /// The digits.
+    pub fn as_str(&self) -> &str {
+        // Hex digits are ASCII: never empty in practice.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 }
 
@@ -108,7 +133,7 @@ macro_rules! hex_serde {
     ($t:ty) => {
         impl serde::Serialize for $t {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(&self.to_hex())
+                s.serialize_str(self.hex().as_str())
             }
         }
         impl<'de> serde::Deserialize<'de> for $t {
@@ -125,6 +150,15 @@ hex_serde!(EntryId);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_on_the_stack_is_to_hex() {
+        for bytes in [[0u8; 32], [0xff; 32], *Hash256::of(b"abc").as_bytes()] {
+            let h = Hash256(bytes);
+            assert_eq!(h.hex().as_str(), h.to_hex());
+            assert_eq!(EntryId(h).hex().as_str(), EntryId(h).to_string());
+        }
+    }
 
     #[test]
     fn sha256_known_answer_empty() {

@@ -117,7 +117,7 @@ fn without_markup(text: &str) -> Option<String> {
                         c
                     }
                 };
-                (close != usize::MAX && close + 3 - i <= MAX_TAG).then_some(close + 3)
+                (close != usize::MAX && close + 3 - i <= MAX_TAG).then(|| close + 3)
             }
             b'<' => tag_end(&b[i..]).map(|n| i + n),
             b'*' | b'~' | b'`' => Some(i + 1),

@@ -12,7 +12,7 @@ pub(crate) mod one {
     use super::*;
 
     pub(crate) fn serialize<S: Serializer>(id: &EntryId, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&id.to_hex())
+        s.serialize_str(id.hex().as_str())
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<EntryId, D::Error> {
@@ -27,7 +27,7 @@ pub(crate) mod opt {
 
     pub(crate) fn serialize<S: Serializer>(id: &Option<EntryId>, s: S) -> Result<S::Ok, S::Error> {
         match id {
-            Some(id) => s.serialize_some(&id.to_hex()),
+            Some(id) => s.serialize_some(id.hex().as_str()),
             None => s.serialize_none(),
         }
     }
@@ -49,7 +49,7 @@ pub(crate) mod list {
     pub(crate) fn serialize<S: Serializer>(ids: &[EntryId], s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(ids.len()))?;
         for id in ids {
-            seq.serialize_element(&id.to_hex())?;
+            seq.serialize_element(id.hex().as_str())?;
         }
         seq.end()
     }
