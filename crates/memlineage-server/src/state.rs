@@ -294,6 +294,12 @@ impl AppState {
         })
     }
 
+    /// Stamps a gate request as it arrives ([`memlineage::Memory::gate_ticket`]): its decision
+    /// may share a look at the log with the decisions of its burst, never one older than it.
+    pub fn gate_ticket(&self) -> memlineage::GateTicket {
+        self.mem.gate_ticket()
+    }
+
     /// Tells the committer that a write will be submitted shortly (`committer.rs`): the
     /// group it gathers meanwhile waits for it. Taken before the write is decided or signed;
     /// dropping it unsubmitted (a refused request) is fine.

@@ -414,7 +414,8 @@ const IBANS: [&str; 2] = ["GB33 BUKB 2020 1555 5555 55", "DE89 3704 0044 0532 01
 
 /// A seeded random run: a handle that remembers (and appends), a second one that remembers and
 /// only reads, and a third that remembers nothing, on one SQLite file; every gate decision of
-/// the three must be equal.
+/// the three must be equal — the first's taken with tickets, sharing one look at the log between
+/// two appends.
 fn interleavings(seed: u64, steps: usize) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
@@ -436,7 +437,12 @@ fn interleavings(seed: u64, steps: usize) {
     let mut entries: Vec<EntryId> = Vec::new();
     let mut live: Vec<EntryId> = Vec::new();
     let (mut gates, mut denies, mut principals) = (0, 0, 0);
+    // The appending handle decides as a service does (`Memory::gate_unrecorded_after`): every
+    // request "arrives" after the last record the run acknowledged, and the decisions between
+    // two records share one look at the log (`memory/gate_epochs.rs`).
+    let mut arrived = mem.gate_ticket();
     for step in 0..steps {
+        let mut appended = true;
         let iban = IBANS[below(IBANS.len())];
         let spelt = if below(2) == 0 {
             iban.to_string()
@@ -522,7 +528,11 @@ fn interleavings(seed: u64, steps: usize) {
                         .map(|g| (serde_json::to_value(&g.decision).unwrap(), g.record))
                         .map_err(|e| e.to_string())
                 };
-                let a = outcome(&mem);
+                let a = mem
+                    .gate_unrecorded_after(policy, &req, arrived)
+                    .map(|g| (serde_json::to_value(&g.decision).unwrap(), g.record))
+                    .map_err(|e| e.to_string());
+                appended = false;
                 let b = outcome(&watcher);
                 let c = outcome(&cold);
                 let strip = |r: &Result<(serde_json::Value, WriteRequest), String>| {
@@ -538,10 +548,14 @@ fn interleavings(seed: u64, steps: usize) {
                     // Decision records grow the log as a service's do.
                     if below(3) == 0 {
                         mem.write(record).unwrap();
+                        appended = true;
                     }
                 }
             }
-            _ => {}
+            _ => appended = false,
+        }
+        if appended {
+            arrived = mem.gate_ticket();
         }
     }
     assert!(

@@ -68,6 +68,8 @@ pub struct AttributedIn {
 }
 
 /// The decision, as the library serialises it, and its log record.
+/// (Written by [`answer`] from the record's decision bytes; this type is its schema and the
+/// reference its test compares with.)
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct GateOut {
     /// `decision` (allow, deny, repair, confirm), `tool`, `mode`, `dispatched`, `summary`,
@@ -92,7 +94,9 @@ pub async fn gate(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<GateBody>,
-) -> ApiResult<axum::Json<GateOut>> {
+) -> ApiResult<axum::response::Response> {
+    // Taken first: the decision never uses a look at the log older than this request.
+    let ticket = state.gate_ticket();
     let policy = match (&body.policy, &body.policy_name) {
         (Some(text), None) => state.policies.inline(text).map_err(ApiError::invalid)?,
         (None, Some(name)) => state.policies.named(name).ok_or_else(|| {
@@ -190,12 +194,15 @@ pub async fn gate(
     // Two decisions on the same call and context by the same principal in the same
     // millisecond would be the same signed entry (the same id): each decision is an event of
     // its own, so its record names the service request that made it.
-    let tag = state.next_request_tag();
+    let arrival = Arrival {
+        tag: state.next_request_tag(),
+        ticket,
+    };
     let way = state.on_its_way();
     let scopes = state.clone();
     let ((decision_json, decision), written) = state
         .sign_and_write(way, move |mem| {
-            decide_and_sign(&scopes, mem, &caller, remembered, &policy, &req, &tag)
+            decide_and_sign(&scopes, mem, &caller, remembered, &policy, &req, &arrival)
         })
         .await?;
     let kind = decision.as_str();
@@ -203,11 +210,52 @@ pub async fn gate(
         .first()
         .ok_or_else(|| ApiError::internal("the decision record was not written"))?;
     metrics::counter!("memlineage_gate_decisions_total", "decision" => kind).increment(1);
-    Ok(axum::Json(GateOut {
-        decision: decision_json,
-        record: w.id.to_hex(),
-        record_entry: WrittenOut::from(w),
-    }))
+    answer(&decision_json, &w.id.to_hex(), &WrittenOut::from(w))
+}
+
+/// The answer, a [`GateOut`], written from the decision's JSON as its record holds it (an
+/// object with sorted keys) instead of encoding the decision again: the object's members,
+/// then `record` and `record_entry` — the bytes `GateOut`'s own serialisation writes.
+fn answer(
+    decision: &serde_json::value::RawValue,
+    record: &str,
+    entry: &WrittenOut,
+) -> ApiResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let members = decision
+        .get()
+        .strip_prefix('{')
+        .and_then(|d| d.strip_suffix('}'))
+        .ok_or_else(|| ApiError::internal("the decision is not a JSON object"))?;
+    let encode = |e: serde_json::Error| ApiError::internal(format!("the answer: {e}"));
+    let record = serde_json::to_string(record).map_err(encode)?;
+    let entry = serde_json::to_string(entry).map_err(encode)?;
+    let mut body = String::with_capacity(members.len() + record.len() + entry.len() + 32);
+    body.push('{');
+    body.push_str(members);
+    if !members.is_empty() {
+        body.push(',');
+    }
+    body.push_str("\"record\":");
+    body.push_str(&record);
+    body.push_str(",\"record_entry\":");
+    body.push_str(&entry);
+    body.push('}');
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// When a gate request arrived: the tag its record carries and its ticket for the gate's
+/// shared look at the log.
+struct Arrival {
+    tag: String,
+    ticket: memlineage::GateTicket,
 }
 
 /// The decision and its record, labelled and signed (on a library thread): the scope check of
@@ -219,9 +267,12 @@ fn decide_and_sign(
     remembered: bool,
     policy: &memlineage_core::gate::Policy,
     req: &GateRequest,
-    tag: &str,
+    arrival: &Arrival,
 ) -> ApiResult<(
-    (serde_json::Value, memlineage_core::gate::Decision),
+    (
+        Box<serde_json::value::RawValue>,
+        memlineage_core::gate::Decision,
+    ),
     memlineage::SignedWrites,
 )> {
     if !remembered {
@@ -229,11 +280,13 @@ fn decide_and_sign(
     }
     // The record is labelled and signed here, beside the decision, so that the committer
     // thread only appends it.
-    let decided = mem.gate_unrecorded(policy, req).and_then(|d| {
-        let record = d.record.with_meta("request", tag);
-        mem.sign_writes(vec![record])
-            .map(|signed| ((d.decision_json, d.decision.decision), signed))
-    });
+    let decided = mem
+        .gate_unrecorded_after(policy, req, arrival.ticket)
+        .and_then(|d| {
+            let record = d.record.with_meta("request", &arrival.tag);
+            mem.sign_writes(vec![record])
+                .map(|signed| ((d.decision_json, d.decision.decision), signed))
+        });
     decided.map_err(|e| {
         metrics::counter!("memlineage_gate_decisions_total", "decision" => "error").increment(1);
         match e {
@@ -245,4 +298,51 @@ fn decide_and_sign(
             other => other.into(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_answer_is_the_gate_out_of_the_decision() {
+        let decision = serde_json::json!({"arguments": {"a": "\u{202e}x", "b": [1.5, null]},
+            "decision": "deny", "dispatched": false, "reasons": [{"message": "\"q\"\n"}],
+            "summary": "é", "tool": "send_money"});
+        let raw = serde_json::value::RawValue::from_string(decision.to_string()).expect("raw");
+        let entry = WrittenOut {
+            id: "ab".repeat(32),
+            index: 7,
+            label: "TRUSTED".into(),
+        };
+        let made = answer(&raw, &"cd".repeat(32), &entry).expect("answer");
+        assert_eq!(
+            made.headers().get(axum::http::header::CONTENT_TYPE),
+            Some(&axum::http::HeaderValue::from_static("application/json"))
+        );
+        let body = axum::body::to_bytes(made.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let expected = serde_json::to_string(&GateOut {
+            decision,
+            record: "cd".repeat(32),
+            record_entry: entry,
+        })
+        .expect("encoded");
+        assert_eq!(String::from_utf8(body.to_vec()).expect("utf-8"), expected);
+        // Not an object: an error, not a malformed answer.
+        let not_object = serde_json::value::RawValue::from_string("[1]".into()).expect("raw");
+        assert!(
+            answer(
+                &not_object,
+                "x",
+                &WrittenOut {
+                    id: String::new(),
+                    index: 0,
+                    label: String::new()
+                }
+            )
+            .is_err()
+        );
+    }
 }

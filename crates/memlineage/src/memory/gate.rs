@@ -4,6 +4,7 @@
 //! a signed `gate_decision` record so a third party can re-check it.
 
 use super::carrier_cache::GateView;
+use super::gate_epochs::{Epoch, GateTicket};
 use super::{Memory, WriteRequest, Written};
 use crate::error::{Error, IntegrityCheck, IntegrityError};
 use memlineage_core::entry::{EntryKind, Scope};
@@ -78,9 +79,10 @@ pub struct GateOutcome {
 pub struct UnrecordedGate {
     /// The decision, with its texts written out.
     pub decision: GateDecision<'static>,
-    /// The decision as the JSON the record holds (`docs/gate.md`), made once for the record
-    /// and handed back so that a caller answering in JSON need not encode it again.
-    pub decision_json: serde_json::Value,
+    /// The decision as the JSON the record holds (`docs/gate.md`; compact, every object's
+    /// keys sorted), made once for the record and handed back so that a caller answering in
+    /// JSON need not encode it again.
+    pub decision_json: Box<serde_json::value::RawValue>,
     /// The `gate_decision` entry to append before the decision is acted on.
     pub record: WriteRequest,
 }
@@ -94,7 +96,7 @@ pub struct UnrecordedGate {
 struct RecordContent<'a> {
     call: RecordCall<'a>,
     context: &'a [EntryId],
-    decision: &'a serde_json::Value,
+    decision: &'a serde_json::value::RawValue,
     /// What the gate was told about where entries were read from, so that a third party
     /// re-checking a confirm sees the same input.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -158,6 +160,30 @@ impl Memory {
         // The log size the decision's remembered answers are checked against and new ones are
         // stamped with, read before anything else the decision reads (`carrier_cache.rs`).
         let stamped = self.gate_epoch()?;
+        self.gate_unrecorded_at(policy, req, stamped)
+    }
+
+    /// [`Memory::gate_unrecorded`] for a request stamped with [`Memory::gate_ticket`] when it
+    /// arrived: the decision may use a look at the log that another decision took, if that look
+    /// began after this request arrived (`gate_epochs.rs`) — the same decision, as fresh as
+    /// its own request, for a service that decides a burst of requests at once.
+    pub fn gate_unrecorded_after(
+        &self,
+        policy: &Policy,
+        req: &GateRequest,
+        ticket: GateTicket,
+    ) -> Result<UnrecordedGate, Error> {
+        let stamped = self.gate_epoch_after(ticket)?;
+        self.gate_unrecorded_at(policy, req, stamped)
+    }
+
+    /// The decision on the log as `stamped` saw it ([`Memory::gate_epoch`]).
+    fn gate_unrecorded_at(
+        &self,
+        policy: &Policy,
+        req: &GateRequest,
+        stamped: Epoch,
+    ) -> Result<UnrecordedGate, Error> {
         let epoch = stamped.as_ref().map(|(size, _)| *size);
         let views = self.gate_views(stamped);
         let (context, mut parents, mut positions) =
@@ -225,8 +251,17 @@ impl Memory {
         let decision = gate::decide(policy, &input)
             .map_err(Error::Gate)?
             .into_owned();
-        let decision_json = serde_json::to_value(&decision)
+        let decision_json = decision
+            .to_sorted_json()
             .map_err(|e| Error::internal(format!("gate record: {e}")))?;
+        // The record's bytes are those of the decision's JSON value (sorted keys), as they
+        // have always been; every gate test checks it in debug builds.
+        debug_assert_eq!(
+            decision_json.get(),
+            serde_json::to_value(&decision)
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        );
         let content = serde_json::to_vec(&RecordContent {
             call: RecordCall {
                 arguments: &req.call.arguments,
@@ -590,6 +625,7 @@ mod tests {
         )
         .unwrap();
         let decision = serde_json::json!({"tool": "send_money", "decision": "deny", "reasons": [{"z": 1, "a": 2}]});
+        let raw = serde_json::value::RawValue::from_string(decision.to_string()).unwrap();
         for sources in [
             BTreeMap::new(),
             BTreeMap::from([(id(9), "bill.txt".to_string()), (id(1), "a".into())]),
@@ -601,7 +637,7 @@ mod tests {
                     name: "send_money",
                 },
                 context: &context,
-                decision: &decision,
+                decision: &raw,
                 sources: &sources,
             })
             .unwrap();

@@ -13,6 +13,7 @@ mod control;
 mod distrusted;
 mod effective;
 mod gate;
+mod gate_epochs;
 mod label_cache;
 mod lexical;
 mod lineage;
@@ -43,6 +44,7 @@ mod write;
 pub use crate::search::stored::{RejectedEmbedding, VectorIndexStatus};
 pub use audit::{AuditProblem, AuditReport};
 pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY, UnrecordedGate};
+pub use gate_epochs::GateTicket;
 pub use lineage::Direction;
 pub use migrate::{COPY_CHUNK, CopyReport};
 pub use prefix::IdPrefix;
@@ -131,6 +133,9 @@ pub struct Memory {
     /// The gate's earliest carriers and taint paths, kept until a record that can change them
     /// lands (`carrier_cache.rs`).
     carriers: carrier_cache::CarrierCache,
+    /// The gate's latest look at the log, shared by the decisions of a burst of requests
+    /// (`gate_epochs.rs`).
+    gate_epochs: gate_epochs::SharedEpochs,
     /// The embedding model and vector index of semantic retrieval, when a model is attached
     /// (`semantic.rs`).
     semantic: Option<semantic::Semantic>,
@@ -260,6 +265,7 @@ impl Memory {
             signatures: signature_helper::SignatureHelper::default(),
             verified: verified_cache::VerifiedCache::default(),
             carriers: carrier_cache::CarrierCache::with_capacity(verified_cache::DEFAULT_CAPACITY),
+            gate_epochs: gate_epochs::SharedEpochs::default(),
             semantic: None,
             lexical: None,
             clock: Box::new(SystemClock),

@@ -170,7 +170,7 @@ impl Memory {
     /// checkpoint note read in the same snapshot (what the gate's remembered views are
     /// anchored to, `Memory::gate_views`); `None` when nothing remembered may be used (the
     /// handle remembers nothing).
-    pub(crate) fn gate_epoch(&self) -> Result<Option<(u64, Option<String>)>, Error> {
+    pub(crate) fn gate_epoch(&self) -> Result<super::gate_epochs::Epoch, Error> {
         if !self.carriers.enabled() {
             return Ok(None);
         }
