@@ -27,5 +27,12 @@ fi
 echo "== cargo tests (workspace, every feature)"
 cargo test --workspace --release --all-features
 
+# Optimised, integer overflow wraps silently. The core (the decoders and the gate, which read
+# hostile input) is tested again with overflow checks on, in a debug build of that one crate
+# (≈ 1 minute), so that an overflow fails a test instead of wrapping: one did, in the gate's
+# hidden-text scan (2026-12-05, docs/status.md).
+echo "== memlineage-core's tests with overflow checks (debug build)"
+cargo test -p memlineage-core
+
 echo "== python package tests (wheel, pytest, mypy --strict, ruff)"
 scripts/python-test.sh
