@@ -25,6 +25,7 @@ mod search;
 mod value_tail;
 mod values;
 mod wal_checkpoints;
+mod wal_mode;
 
 use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
 use super::rows::{
@@ -162,7 +163,10 @@ impl SqliteStore {
 
     fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore, Error> {
         configure(&conn)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        if path.is_some() {
+            // (An in-memory database has no WAL; it keeps its own journal.)
+            wal_mode::switch_to_wal(&conn, BUSY_TIMEOUT)?;
+        }
         conn.pragma_update(None, "synchronous", "FULL")?;
         // Write path: checkpoints less often (see `WAL_CHECKPOINT_PAGES`).
         conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
