@@ -768,13 +768,20 @@ impl StorageError {
     }
 }
 
+/// Whether SQLite refused because another connection held the lock it needed: worth trying
+/// again later.
+#[cfg(feature = "sqlite")]
+pub(crate) fn sqlite_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 #[cfg(feature = "sqlite")]
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
-        let retryable = matches!(
-            e.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        );
+        let retryable = sqlite_busy(&e);
         Error::Storage(StorageError {
             backend: "sqlite",
             message: e.to_string(),

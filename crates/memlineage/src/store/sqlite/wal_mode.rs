@@ -7,8 +7,8 @@
 //! `sqlite3_busy_timeout`). Processes that create one new store file together all make this
 //! switch on it, and without a retry all but one of them could fail to open it.
 
-use crate::error::{Error, StorageError};
-use rusqlite::{Connection, ErrorCode};
+use crate::error::{Error, StorageError, sqlite_busy};
+use rusqlite::Connection;
 use std::time::{Duration, Instant};
 
 /// How long a connection sleeps between tries of a switch that found the file busy.
@@ -26,7 +26,7 @@ pub(super) fn switch_to_wal(conn: &Connection, timeout: Duration) -> Result<(), 
         {
             Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
             Ok(mode) => Some(mode),
-            Err(e) if busy(&e) => None,
+            Err(e) if sqlite_busy(&e) => None,
             Err(e) => return Err(e.into()),
         };
         if start.elapsed() >= timeout {
@@ -46,13 +46,6 @@ pub(super) fn switch_to_wal(conn: &Connection, timeout: Duration) -> Result<(), 
         }
         std::thread::sleep(RETRY_PAUSE);
     }
-}
-
-fn busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    )
 }
 
 #[cfg(test)]
