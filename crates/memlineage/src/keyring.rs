@@ -9,13 +9,16 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
+
+mod file_key;
+pub(crate) use file_key::FileKey;
 
 /// The secret keys this process can sign with, each with its key id (computed once: the write
-/// path names the key id in every entry).
+/// path names the key id in every entry) and its fast signer ([`FileKey`]).
 #[derive(Default)]
 pub struct Keyring {
-    keys: RwLock<HashMap<PrincipalName, (SigningKey, Hash256)>>,
+    keys: RwLock<HashMap<PrincipalName, Arc<FileKey>>>,
 }
 
 impl Keyring {
@@ -26,9 +29,9 @@ impl Keyring {
 
     /// Adds or replaces the key of `name`.
     pub fn insert(&self, name: &PrincipalName, key: SigningKey) {
+        let key = Arc::new(FileKey::new(key));
         if let Ok(mut k) = self.keys.write() {
-            let id = keys::key_id(&key.verifying_key());
-            k.insert(name.clone(), (key, id));
+            k.insert(name.clone(), key);
         }
     }
 
@@ -39,6 +42,11 @@ impl Keyring {
 
     /// The key of `name` and its key id.
     pub fn get_with_id(&self, name: &PrincipalName) -> Result<(SigningKey, Hash256), Error> {
+        self.file_key(name).map(|k| (k.key().clone(), k.id()))
+    }
+
+    /// The key of `name`, ready to sign entries.
+    pub(crate) fn file_key(&self, name: &PrincipalName) -> Result<Arc<FileKey>, Error> {
         self.keys
             .read()
             .ok()

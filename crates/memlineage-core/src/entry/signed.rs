@@ -25,6 +25,23 @@ impl SignedEntry {
         Ok(Self::assemble(body, body_bytes, signature))
     }
 
+    /// Validates, encodes and signs `body` with `sign`, a signer that holds the secret of `key`
+    /// in this process (another implementation of Ed25519 than this crate's, chosen for speed:
+    /// `memlineage`'s file keys). `sign` gets the exact message [`SignedEntry::sign`] signs
+    /// (the domain prefix and the canonical body). Ed25519 is deterministic (RFC 8032
+    /// §5.1.6), so a correct signer makes the entry byte for byte; the signature is not
+    /// verified here — the caller proves its signer equal to [`SignedEntry::sign`] once per key
+    /// (`memlineage`'s `file_key.rs`), and the log verifies every entry it reads.
+    pub fn sign_by(
+        body: EntryBody,
+        key: &VerifyingKey,
+        sign: impl FnOnce(&[u8]) -> Signature,
+    ) -> Result<SignedEntry, EntryError> {
+        let body_bytes = Self::checked_bytes(&body, key)?;
+        let signature = sign(&Domain::EntryV1.message(&body_bytes));
+        Ok(Self::assemble(body, body_bytes, signature))
+    }
+
     /// Validates `body`, checks that its key id is `key`'s, and encodes it canonically.
     fn checked_bytes(body: &EntryBody, key: &VerifyingKey) -> Result<Vec<u8>, EntryError> {
         body.validate()?;

@@ -157,7 +157,7 @@ mod tests {
         };
         Draft {
             body,
-            key: SigningKeyRef::File(key),
+            key: SigningKeyRef::File(std::sync::Arc::new(crate::keyring::FileKey::new(key))),
             content,
             search_text: None,
         }

@@ -4,8 +4,9 @@
 
 use super::Memory;
 use crate::error::Error;
+use crate::keyring::FileKey;
 use crate::signer::{ExternalSigner, SignerProblem};
-use ed25519_dalek::{SigningKey, VerifyingKey};
+use ed25519_dalek::VerifyingKey;
 use memlineage_core::checkpoint::{self, Checkpoint};
 use memlineage_core::entry::{EntryBody, SignedEntry};
 use memlineage_core::{Hash256, PrincipalName, keys};
@@ -15,12 +16,13 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub(crate) enum SigningKeyRef {
     /// A secret key of the file keyring.
-    File(SigningKey),
+    File(Arc<FileKey>),
     /// A key the external signer holds.
     External {
         signer: Arc<ExternalSigner>,
         principal: PrincipalName,
-        key: VerifyingKey,
+        /// Boxed: the file variant is one pointer.
+        key: Box<VerifyingKey>,
     },
 }
 
@@ -28,20 +30,23 @@ impl SigningKeyRef {
     /// The public key.
     pub(crate) fn public(&self) -> VerifyingKey {
         match self {
-            SigningKeyRef::File(k) => k.verifying_key(),
-            SigningKeyRef::External { key, .. } => *key,
+            SigningKeyRef::File(k) => k.public(),
+            SigningKeyRef::External { key, .. } => **key,
         }
     }
 
     /// The key id entries name.
     pub(crate) fn key_id(&self) -> Hash256 {
-        keys::key_id(&self.public())
+        match self {
+            SigningKeyRef::File(k) => k.id(),
+            SigningKeyRef::External { key, .. } => keys::key_id(key),
+        }
     }
 
     /// Signs an entry body.
     pub(crate) fn sign_entry(&self, body: EntryBody) -> Result<SignedEntry, Error> {
         match self {
-            SigningKeyRef::File(k) => Ok(SignedEntry::sign(body, k)?),
+            SigningKeyRef::File(k) => Ok(k.sign_entry(body)?),
             SigningKeyRef::External {
                 signer,
                 principal,
@@ -57,7 +62,7 @@ impl SigningKeyRef {
     /// Signs a checkpoint as a C2SP signed note under `origin`.
     pub(crate) fn sign_checkpoint(&self, cp: &Checkpoint, origin: &str) -> Result<String, Error> {
         match self {
-            SigningKeyRef::File(k) => Ok(checkpoint::sign_checkpoint(cp, origin, k)?),
+            SigningKeyRef::File(k) => Ok(checkpoint::sign_checkpoint(cp, origin, k.key())?),
             SigningKeyRef::External {
                 signer,
                 principal,
@@ -111,18 +116,18 @@ impl Memory {
         name: &PrincipalName,
         want: Option<Hash256>,
     ) -> Result<SigningKeyRef, Error> {
-        let file = self.keys.get_with_id(name).ok();
-        if let Some((key, id)) = &file
-            && want.is_none_or(|w| w == *id)
+        let file = self.keys.file_key(name).ok();
+        if let Some(key) = &file
+            && want.is_none_or(|w| w == key.id())
         {
-            return Ok(SigningKeyRef::File(key.clone()));
+            return Ok(SigningKeyRef::File(Arc::clone(key)));
         }
         if let Some(signer) = self.signer() {
             if let Some(key) = signer.key_for(name, want)? {
                 return Ok(SigningKeyRef::External {
                     signer,
                     principal: name.clone(),
-                    key,
+                    key: Box::new(key),
                 });
             }
             if file.is_none() {
@@ -130,7 +135,7 @@ impl Memory {
             }
         }
         match file {
-            Some((key, _)) => Ok(SigningKeyRef::File(key)),
+            Some(key) => Ok(SigningKeyRef::File(key)),
             None => Err(Error::NoKey(name.clone())),
         }
     }
