@@ -1,7 +1,7 @@
 //! A file key ready to sign entries fast: the ed25519-dalek key the rest of the library uses
 //! (public key, key id, checkpoints) and the same secret as an AWS-LC key pair, which signs an
 //! entry in about 0.55 of dalek's time on this project's machines (8.5–8.9 µs against
-//! 15.1–16.1 µs for a 420-byte message; `docs/performance.md`, "Signing"). Every signed
+//! 15.1–16.1 µs for a 400-byte message; `docs/performance.md`, "Entries signed with AWS-LC"). Every signed
 //! write and gate decision record pays one signature, so the service's throughput follows it.
 //!
 //! Ed25519 is deterministic (RFC 8032 §5.1.6): both implementations make the same signature
