@@ -216,6 +216,87 @@ fn lookups_equal_the_in_memory_index_across_merges() {
     for (seed, tail) in [(1, 1), (2, 2), (3, 5), (4, 16), (5, 16_384)] {
         interleaving(seed, tail, 60);
     }
+    // Merges moved a slice at a time over 4 to 20 appends (`merge_slices.rs`).
+    for (seed, tail) in [(6, 64), (7, 100)] {
+        interleaving(seed, tail, 120);
+    }
+}
+
+/// `(upto, done)` of the merge in progress, if any.
+fn merging(file: &std::path::Path) -> Option<(i64, i64)> {
+    rusqlite::OptionalExtension::optional(rusqlite::Connection::open(file).unwrap().query_row(
+        "SELECT upto, done FROM value_keys_merging",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_merge_in_slices_goes_on_in_the_next_handle_and_a_stale_one_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.db");
+    let tail = 64;
+    let mem = setup_with(SqliteStore::open(&file).unwrap().value_tail(tail));
+    let mut n = 0;
+    // Until a merge is half done: 16 slices per append of one entry.
+    while merging(&file).is_none_or(|(_, done)| done < 128) {
+        mem.write(request("email", content(1 + n % 15, n))).unwrap();
+        n += 1;
+        assert!(n < 1000, "no merge began");
+    }
+    let (upto, _) = merging(&file).unwrap();
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let below = count("SELECT COALESCE((SELECT below FROM value_keys_merged), 0)");
+    // Half the slices are in both tables: read once, as before.
+    assert!(
+        count(&format!(
+            "SELECT COUNT(*) FROM entry_ids WHERE idx >= {below}"
+        )) > 0
+    );
+    let size = mem.size().unwrap();
+    let expected = answers(&SqliteStore::open(&file).unwrap(), size);
+    check_ids(&SqliteStore::open(&file).unwrap(), size, &[], "mid-merge");
+    drop(mem);
+    // Another handle (as after a crash) goes on with the merge the store records.
+    let mem = Memory::open(SqliteStore::open(&file).unwrap().value_tail(tail)).unwrap();
+    common::load_fixture_keys(&mem);
+    assert_eq!(answers(&SqliteStore::open(&file).unwrap(), size), expected);
+    while merging(&file).is_some() {
+        mem.write(request("email", content(1 + n % 15, n))).unwrap();
+        n += 1;
+    }
+    assert_eq!(count("SELECT below FROM value_keys_merged"), upto);
+    assert_eq!(
+        (
+            count(&format!(
+                "SELECT COUNT(*) FROM entry_ids WHERE idx >= {upto}"
+            )),
+            count(&format!(
+                "SELECT COUNT(*) FROM value_keys_tail WHERE idx < {upto}"
+            )),
+            count("SELECT COUNT(*) FROM entry_ids"),
+        ),
+        (0, 0, upto),
+        "the merge moved exactly the entries below `upto`"
+    );
+    // A recorded merge that does not fit the merge point is dropped at the next append.
+    conn.execute(
+        "INSERT INTO value_keys_merging (id, upto, done) VALUES (0, 1, 3)",
+        [],
+    )
+    .unwrap();
+    mem.write(request("email", content(3, n))).unwrap();
+    assert_ne!(merging(&file), Some((1, 3)));
+    let size = mem.size().unwrap();
+    check_ids(
+        &SqliteStore::open(&file).unwrap(),
+        size,
+        &[],
+        "after the merge",
+    );
+    assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
 }
 
 #[test]

@@ -9,9 +9,10 @@ use crate::store::rows::AppendBatch;
 use rusqlite::{Connection, params};
 
 /// Writes `batch`, calling the guard at each stage. The caller commits.
-/// `tail_entries`: when the tail spans that many entries, it is merged (`values.rs`,
-/// `ids.rs`); returns whether it was. An id already in the log, or twice in the batch, fails
-/// it before anything is written.
+/// `tail_entries`: when the tail spans that many entries, a merge of it starts, moved a slice
+/// at a time by this and the next appends (`merge_slices.rs`); returns whether the merge point
+/// moved. An id already in the log, or twice in the batch, fails it before anything is
+/// written.
 pub(super) fn write(
     tx: &Connection,
     batch: &AppendBatch,
@@ -20,6 +21,13 @@ pub(super) fn write(
     tail_entries: u64,
 ) -> Result<bool, Error> {
     super::ids::refuse_present(tx, tail, batch.entries.iter().map(|e| &e.id))?;
+    // Before the batch's rows: the merge moves committed tail rows only (`merge_slices.rs`).
+    let merged = match batch.entries.first() {
+        Some(first) => {
+            super::merge_slices::step(tx, tail, first.index, batch.entries.len(), tail_entries)?
+        }
+        None => false,
+    };
     {
         let mut ins_setting =
             tx.prepare_cached("INSERT INTO settings (key, value) VALUES (?1, ?2)")?;
@@ -103,10 +111,6 @@ pub(super) fn write(
             put_effective.execute(params![id.as_bytes().as_slice(), label.as_str()])?;
         }
     }
-    let merged = match batch.entries.last() {
-        Some(last) => super::values::merge_if_full(tx, last.index + 1, tail_entries)?,
-        None => false,
-    };
     guard.reached(WriteStage::Derived)?;
     guard.reached(WriteStage::Commit)?;
     Ok(merged)

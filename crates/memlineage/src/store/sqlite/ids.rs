@@ -6,10 +6,11 @@
 //! on `entries.id` (versions 1 and 2) that was about two fifths of the pages a small store's
 //! group commit wrote, and a larger share the larger the store. So the ids of the entries
 //! appended since the last merge are found in `entries` itself (ordered by index, through the
-//! handle's copy of the tail, `value_tail.rs`), and the append that merges the value index's
-//! tail (`values.rs`) also inserts those entries' ids into `entry_ids` in one sorted pass,
-//! which dirties each of its leaf pages at most once for thousands of entries. The merge point
-//! is the value index's: `entry_ids` holds exactly the entries below it.
+//! handle's copy of the tail, `value_tail.rs`), and the merge of the value index's tail
+//! (`values.rs`, `merge_slices.rs`) also inserts those entries' ids into `entry_ids` in sorted
+//! passes, which dirty each of its leaf pages at most once for thousands of entries. The merge
+//! point is the value index's: `entry_ids` holds every entry below it (and during a merge in
+//! slices some above it, which the tail holds too).
 //!
 //! A store made by version 1 or 2 keeps its unique index on `entries.id`: upgraded, it gains
 //! `entry_ids` (filled in the upgrade's transaction) and is read like a new one; opened
@@ -173,7 +174,7 @@ pub(super) fn refuse_present<'a>(
     }
 }
 
-/// Inside the append transaction that merges the tail below `size`: the ids of the entries
+/// Inside the upgrade's transaction, which merges the tail below `size`: the ids of the entries
 /// from `below` to `size` go into `entry_ids` in id order (a plain insert: an id already there
 /// fails the append, as the unique index did).
 pub(super) fn merge(tx: &Connection, below: u64, size: u64) -> Result<(), Error> {

@@ -17,6 +17,7 @@ mod buckets;
 mod embeddings;
 mod entries;
 mod ids;
+mod merge_slices;
 mod nodes;
 mod pool;
 mod read;
@@ -44,8 +45,8 @@ use read::Reader;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use schema::{
-    CREATE, CREATE_EMBEDDINGS, CREATE_ENTRY_IDS, CREATE_VALUE_KEYS, CREATE_VALUE_TAIL,
-    SCHEMA_VERSION, UPGRADABLE_VERSIONS,
+    CREATE, CREATE_EMBEDDINGS, CREATE_ENTRY_IDS, CREATE_VALUE_KEYS, CREATE_VALUE_MERGING,
+    CREATE_VALUE_TAIL, SCHEMA_VERSION, UPGRADABLE_VERSIONS,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -187,6 +188,7 @@ impl SqliteStore {
         }
         conn.execute_batch(CREATE_EMBEDDINGS)?;
         conn.execute_batch(CREATE_VALUE_KEYS)?;
+        conn.execute_batch(CREATE_VALUE_MERGING)?;
         schema::merge_full_text_less_often(&conn)?;
         Ok(SqliteStore {
             writer: Mutex::new(conn),
@@ -370,12 +372,12 @@ impl Backend for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let first = Reader(&tx, &self.tail).size()?;
         let batch = guard.run(&Reader(&tx, &self.tail), first)?;
-        let merged = append::write(&tx, &batch, guard, &self.tail, self.tail_entries)?;
+        append::write(&tx, &batch, guard, &self.tail, self.tail_entries)?;
         tx.commit()?;
         self.committed();
-        if !merged {
-            self.tail.note_appended(&batch.entries);
-        }
+        // After a merge too: it moved rows below this batch only, and the copy drops them at
+        // its next look (`value_tail.rs`).
+        self.tail.note_appended(&batch.entries);
         Ok(first)
     }
 

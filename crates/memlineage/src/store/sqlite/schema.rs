@@ -114,6 +114,18 @@ CREATE TABLE IF NOT EXISTS value_keys_merged (
 );
 "#;
 
+/// A merge of the tail in progress (`merge_slices.rs`), created on every open when missing like
+/// the value index: at most one row, `id = 0`. Every tail row of an entry in
+/// `[value_keys_merged.below, upto)` whose id's or value key's first byte is below `done` (of
+/// 256) is also in `entry_ids` or `value_keys` already; the tail keeps it until the merge ends.
+pub const CREATE_VALUE_MERGING: &str = r#"
+CREATE TABLE IF NOT EXISTS value_keys_merging (
+    id    INTEGER PRIMARY KEY CHECK (id = 0),
+    upto  INTEGER NOT NULL,              -- the merge moves the entries below this index
+    done  INTEGER NOT NULL               -- slices (first bytes) moved so far, 0 to 255
+);
+"#;
+
 /// The merged id index (schema version 3, `ids.rs`): the id of every entry below the merge
 /// point of `value_keys_merged`, inserted in id order when the tail is merged.
 pub const CREATE_ENTRY_IDS: &str = r#"

@@ -33,6 +33,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+/// What one step of a merge moves: `(id, index)` and `(value key, index)` rows, sorted.
+pub(super) type MergeRows = (Vec<(EntryId, u64)>, Vec<(ValueKey, u64)>);
+
 /// The copy of one store's tail.
 #[derive(Default)]
 pub(crate) struct Tail {
@@ -41,6 +44,16 @@ pub(crate) struct Tail {
     present: AtomicBool,
     /// The `entry_ids` table was seen (a version-1 or 2 store opened read-only lacks it).
     ids_present: AtomicBool,
+    /// The rows of the merge in progress, sorted ([`Tail::merge_rows`]).
+    merging: Mutex<Option<Merging>>,
+}
+
+/// The rows a merge of the entries in `[below, upto)` moves, sorted.
+struct Merging {
+    below: u64,
+    upto: u64,
+    ids: Vec<(EntryId, u64)>,
+    keys: Vec<(ValueKey, u64)>,
 }
 
 #[derive(Default)]
@@ -84,13 +97,23 @@ impl Tail {
             return Ok(View::Scan { below, size });
         }
         if below > copy.below {
-            // Emptied, not replaced: the maps keep their capacity for the next tail, which
-            // grows to the same size (rehashing a map of ≈ 100,000 keys as it grew from empty
-            // was ≈ 1 % of the committer's time per write).
+            if below <= copy.next {
+                // A merge (`merge_slices.rs`) moved the rows under `below`: the copy keeps the
+                // ones above it, which are still the tail.
+                copy.keys.retain(|_, at| {
+                    at.retain(|&i| i >= below);
+                    !at.is_empty()
+                });
+                copy.ids.retain(|_, i| *i >= below);
+            } else {
+                // Emptied, not replaced: the maps keep their capacity for the next tail, which
+                // grows to the same size (rehashing a map of ≈ 100,000 keys as it grew from
+                // empty was ≈ 1 % of the committer's time per write).
+                copy.next = below;
+                copy.keys.clear();
+                copy.ids.clear();
+            }
             copy.below = below;
-            copy.next = below;
-            copy.keys.clear();
-            copy.ids.clear();
         }
         if copy.next < size {
             let (from, to) = (to_i64(copy.next)?, to_i64(size)?);
@@ -174,6 +197,105 @@ impl Tail {
         }
     }
 
+    /// The tail rows of the entries in `[below, upto)` whose id's (key's) first byte is in
+    /// `[from, to)`, in id (key, index) order: what a merge moves into `entry_ids` and
+    /// `value_keys` (`merge_slices.rs`). Called inside the append transaction before the
+    /// batch's rows are written. The merge's rows are gathered and sorted once, at its first
+    /// step through this store value, and each step takes its slices from them (gathering them
+    /// at every step would walk the whole copy once per slice).
+    pub(super) fn merge_rows(
+        &self,
+        conn: &Connection,
+        below: u64,
+        upto: u64,
+        from: u16,
+        to: u16,
+    ) -> Result<MergeRows, Error> {
+        let mut merging = self
+            .merging
+            .lock()
+            .map_err(|_| Error::internal("tail mutex poisoned by a panic in another thread"))?;
+        let sorted = match merging.take() {
+            Some(m) if m.below == below && m.upto == upto => m,
+            _ => self.gather(conn, below, upto)?,
+        };
+        let first = |b: &[u8]| u16::from(b.first().copied().unwrap_or(0));
+        let ids = {
+            let lo = sorted
+                .ids
+                .partition_point(|(id, _)| first(id.as_bytes()) < from);
+            let hi = sorted
+                .ids
+                .partition_point(|(id, _)| first(id.as_bytes()) < to);
+            sorted.ids[lo..hi].to_vec()
+        };
+        let keys = {
+            let lo = sorted
+                .keys
+                .partition_point(|(k, _)| first(k.as_bytes()) < from);
+            let hi = sorted
+                .keys
+                .partition_point(|(k, _)| first(k.as_bytes()) < to);
+            sorted.keys[lo..hi].to_vec()
+        };
+        *merging = Some(sorted);
+        Ok((ids, keys))
+    }
+
+    /// Drops the sorted rows of a merge that moved its last slice (if its transaction does not
+    /// commit, the next step gathers them again).
+    pub(super) fn merge_done(&self) {
+        if let Ok(mut merging) = self.merging.lock() {
+            *merging = None;
+        }
+    }
+
+    /// Every tail row of the entries in `[below, upto)`, sorted: from the copy, brought up to
+    /// the snapshot (inside the append transaction it holds every committed tail row), or
+    /// from the tables if it cannot be.
+    fn gather(&self, conn: &Connection, below: u64, upto: u64) -> Result<Merging, Error> {
+        let within = |i: u64| i >= below && i < upto;
+        let (mut ids, mut keys) = (Vec::new(), Vec::new());
+        match self.view(conn)? {
+            View::Copy { copy, .. } if copy.below == below && copy.next >= upto => {
+                ids.extend(
+                    copy.ids
+                        .iter()
+                        .filter(|&(_, &i)| within(i))
+                        .map(|(id, &i)| (*id, i)),
+                );
+                for (key, at) in &copy.keys {
+                    keys.extend(at.iter().filter(|&&i| within(i)).map(|&i| (*key, i)));
+                }
+            }
+            _ => {
+                let (lo, hi) = (to_i64(below)?, to_i64(upto)?);
+                let mut stmt = conn
+                    .prepare_cached("SELECT id, idx FROM entries WHERE idx >= ?1 AND idx < ?2")?;
+                let mut rows = stmt.query(params![lo, hi])?;
+                while let Some(row) = rows.next()? {
+                    ids.push((id_from(row.get(0)?, "entry id")?, index_from(row.get(1)?)?));
+                }
+                let mut stmt = conn.prepare_cached(
+                    "SELECT key, idx FROM value_keys_tail WHERE idx >= ?1 AND idx < ?2",
+                )?;
+                let mut rows = stmt.query(params![lo, hi])?;
+                while let Some(row) = rows.next()? {
+                    let index = index_from(row.get(1)?)?;
+                    keys.push((key_from(row.get(0)?, index)?, index));
+                }
+            }
+        }
+        ids.sort_unstable();
+        keys.sort_unstable();
+        Ok(Merging {
+            below,
+            upto,
+            ids,
+            keys,
+        })
+    }
+
     /// The index the copy holds for `id`, without reading anything: entries never move, so a
     /// held index is the entry's whatever the caller's snapshot (which may not yet hold it).
     pub(super) fn cached_index(&self, id: &EntryId) -> Option<u64> {
@@ -254,6 +376,9 @@ impl Tail {
     pub(super) fn forget(&self) {
         if let Ok(mut copy) = self.state.lock() {
             *copy = Copy::default();
+        }
+        if let Ok(mut merging) = self.merging.lock() {
+            *merging = None;
         }
     }
 

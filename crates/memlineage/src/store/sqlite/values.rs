@@ -9,10 +9,10 @@
 //! ≈ 4 keys per entry that was most of a commit's pages and of the service's CPU per write.
 //! So an append writes its keys to `value_keys_tail`, ordered by entry index (rows appended at
 //! the right edge, a few pages per group), and when the tail spans
-//! [`SqliteStore::value_tail`](super::SqliteStore::value_tail) entries the append moves all
-//! of it into `value_keys` in one sorted pass, which dirties each leaf page at most once for
-//! thousands of entries, and records up to which index the tail was merged
-//! (`value_keys_merged`). A lookup reads both tables in one snapshot: `value_keys` by key,
+//! [`SqliteStore::value_tail`](super::SqliteStore::value_tail) entries it is moved into
+//! `value_keys` in sorted passes, which dirty each leaf page at most once for thousands of
+//! entries — a slice of the keys per append, over several appends (`merge_slices.rs`) — and
+//! the index up to which the tail was merged is recorded (`value_keys_merged`). A lookup reads both tables in one snapshot: `value_keys` by key,
 //! and the tail through the handle's copy of it ([`Tail`], `value_tail.rs`).
 
 use super::read::index_from;
@@ -28,8 +28,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 /// handle keeps the tail's keys in memory (≈ 10 MiB at this size). 32,768 rather than 16,384
 /// since 2026-12-05: on a store of 200,000 entries the merges were ≈ 6 % of the service's CPU
 /// per write, and its durable writes rose ≈ 6 % (`docs/performance.md`, "Fewer full-text
-/// merges, a longer value tail, the request log in batches"); the append that merges takes
-/// about twice as long, half as often.
+/// merges, a longer value tail, the request log in batches"); a merge does about
+/// twice the work, half as often, spread over the appends that follow (`merge_slices.rs`).
 pub(super) const TAIL_ENTRIES: u64 = 32_768;
 
 /// The leaf indices of the entries indexed under `key` with index ≥ `from`, ascending, at most
@@ -140,9 +140,10 @@ pub(super) fn merged_below(conn: &Connection) -> Result<u64, Error> {
     below.map_or(Ok(0), index_from)
 }
 
-/// Inside the append transaction, once the log holds `size` entries: when the tail spans at
-/// least `tail_entries` of them, moves every tail row into `value_keys` in key order, the
-/// tail's ids into `entry_ids` (`ids.rs`), and records `size` as the new merge point. All in
+/// Inside the upgrade's transaction (`upgrade` in `mod.rs`), once the log holds `size`
+/// entries: when the tail spans at least `tail_entries` of them, moves every tail row into
+/// `value_keys` in key order, the tail's ids into `entry_ids` (`ids.rs`), and records `size`
+/// as the new merge point, all at once (appends merge in slices, `merge_slices.rs`). All in
 /// the caller's transaction, so a crash leaves each row in exactly one of the tables.
 pub(super) fn merge_if_full(tx: &Connection, size: u64, tail_entries: u64) -> Result<bool, Error> {
     let below = merged_below(tx)?;
