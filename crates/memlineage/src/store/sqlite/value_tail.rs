@@ -11,7 +11,8 @@
 //!   up to `size`, and answers with its rows under `size` (another thread may have extended
 //!   it further from a newer snapshot);
 //! - `below` is newer than the copy's: a merge moved every row under it into `value_keys` and
-//!   `entry_ids`, so the copy starts again at `below`;
+//!   `entry_ids`, so the copy drops those rows (keeping the ones above `below` it holds, or
+//!   starting again at `below`) and is extended as above;
 //! - `below` is older (a snapshot begun before a merge that another lookup already saw): the
 //!   copy no longer holds the rows this snapshot's tail still has, so the tail is scanned in
 //!   the snapshot instead — slower, never wrong.
