@@ -220,25 +220,8 @@ impl Tail {
             Some(m) if m.below == below && m.upto == upto => m,
             _ => self.gather(conn, below, upto)?,
         };
-        let first = |b: &[u8]| u16::from(b.first().copied().unwrap_or(0));
-        let ids = {
-            let lo = sorted
-                .ids
-                .partition_point(|(id, _)| first(id.as_bytes()) < from);
-            let hi = sorted
-                .ids
-                .partition_point(|(id, _)| first(id.as_bytes()) < to);
-            sorted.ids[lo..hi].to_vec()
-        };
-        let keys = {
-            let lo = sorted
-                .keys
-                .partition_point(|(k, _)| first(k.as_bytes()) < from);
-            let hi = sorted
-                .keys
-                .partition_point(|(k, _)| first(k.as_bytes()) < to);
-            sorted.keys[lo..hi].to_vec()
-        };
+        let ids = in_slices(&sorted.ids, |id| id.as_bytes()[0], from, to);
+        let keys = in_slices(&sorted.keys, |key| key.as_bytes()[0], from, to);
         *merging = Some(sorted);
         Ok((ids, keys))
     }
@@ -406,6 +389,19 @@ fn table_seen(conn: &Connection, seen: &AtomicBool, name: &str) -> Result<bool, 
         seen.store(true, Ordering::Release);
     }
     Ok(found > 0)
+}
+
+/// The rows of `sorted` (ordered by their first member) whose first byte (`first`) is in
+/// `[from, to)`.
+fn in_slices<T: std::marker::Copy>(
+    sorted: &[(T, u64)],
+    first: impl Fn(&T) -> u8,
+    from: u16,
+    to: u16,
+) -> Vec<(T, u64)> {
+    let lo = sorted.partition_point(|(t, _)| u16::from(first(t)) < from);
+    let hi = sorted.partition_point(|(t, _)| u16::from(first(t)) < to);
+    sorted[lo..hi.max(lo)].to_vec()
 }
 
 fn key_from(bytes: Vec<u8>, index: u64) -> Result<ValueKey, Error> {
