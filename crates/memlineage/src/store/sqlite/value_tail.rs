@@ -117,25 +117,14 @@ impl Tail {
             copy.below = below;
         }
         if copy.next < size {
-            let (from, to) = (to_i64(copy.next)?, to_i64(size)?);
-            let mut stmt = conn.prepare_cached(
-                "SELECT idx, key FROM value_keys_tail WHERE idx >= ?1 AND idx < ?2 ORDER BY idx",
-            )?;
-            let mut rows = stmt.query(params![from, to])?;
-            while let Some(row) = rows.next()? {
-                let index = index_from(row.get(0)?)?;
-                let key = key_from(row.get(1)?, index)?;
+            let copy = &mut *copy;
+            tail_keys(conn, copy.next, size, |key, index| {
                 copy.keys.entry(key).or_default().push(index);
-            }
+            })?;
             if ids {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT idx, id FROM entries WHERE idx >= ?1 AND idx < ?2 ORDER BY idx",
-                )?;
-                let mut rows = stmt.query(params![from, to])?;
-                while let Some(row) = rows.next()? {
-                    let index = index_from(row.get(0)?)?;
-                    copy.ids.insert(id_from(row.get(1)?, "entry id")?, index);
-                }
+                tail_ids(conn, copy.next, size, |id, index| {
+                    copy.ids.insert(id, index);
+                })?;
             }
             copy.next = size;
         }
@@ -253,21 +242,8 @@ impl Tail {
                 }
             }
             _ => {
-                let (lo, hi) = (to_i64(below)?, to_i64(upto)?);
-                let mut stmt = conn
-                    .prepare_cached("SELECT id, idx FROM entries WHERE idx >= ?1 AND idx < ?2")?;
-                let mut rows = stmt.query(params![lo, hi])?;
-                while let Some(row) = rows.next()? {
-                    ids.push((id_from(row.get(0)?, "entry id")?, index_from(row.get(1)?)?));
-                }
-                let mut stmt = conn.prepare_cached(
-                    "SELECT key, idx FROM value_keys_tail WHERE idx >= ?1 AND idx < ?2",
-                )?;
-                let mut rows = stmt.query(params![lo, hi])?;
-                while let Some(row) = rows.next()? {
-                    let index = index_from(row.get(1)?)?;
-                    keys.push((key_from(row.get(0)?, index)?, index));
-                }
+                tail_ids(conn, below, upto, |id, index| ids.push((id, index)))?;
+                tail_keys(conn, below, upto, |key, index| keys.push((key, index)))?;
             }
         }
         ids.sort_unstable();
@@ -389,6 +365,43 @@ fn table_seen(conn: &Connection, seen: &AtomicBool, name: &str) -> Result<bool, 
         seen.store(true, Ordering::Release);
     }
     Ok(found > 0)
+}
+
+/// Calls `each` with every `value_keys_tail` row of the entries in `[from, to)`, in index
+/// order (a key's indices ascending), as the snapshot `conn` is in sees them.
+fn tail_keys(
+    conn: &Connection,
+    from: u64,
+    to: u64,
+    mut each: impl FnMut(ValueKey, u64),
+) -> Result<(), Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT idx, key FROM value_keys_tail WHERE idx >= ?1 AND idx < ?2 ORDER BY idx",
+    )?;
+    let mut rows = stmt.query(params![to_i64(from)?, to_i64(to)?])?;
+    while let Some(row) = rows.next()? {
+        let index = index_from(row.get(0)?)?;
+        each(key_from(row.get(1)?, index)?, index);
+    }
+    Ok(())
+}
+
+/// Calls `each` with the id and index of every entry in `[from, to)`, in index order, as the
+/// snapshot `conn` is in sees them.
+fn tail_ids(
+    conn: &Connection,
+    from: u64,
+    to: u64,
+    mut each: impl FnMut(EntryId, u64),
+) -> Result<(), Error> {
+    let mut stmt = conn
+        .prepare_cached("SELECT idx, id FROM entries WHERE idx >= ?1 AND idx < ?2 ORDER BY idx")?;
+    let mut rows = stmt.query(params![to_i64(from)?, to_i64(to)?])?;
+    while let Some(row) = rows.next()? {
+        let index = index_from(row.get(0)?)?;
+        each(id_from(row.get(1)?, "entry id")?, index);
+    }
+    Ok(())
 }
 
 /// The rows of `sorted` (ordered by their first member) whose first byte (`first`) is in
