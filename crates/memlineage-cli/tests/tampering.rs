@@ -144,7 +144,7 @@ fn changed_merkle_leaf_node() {
     let idx = index_of(&s, &root);
     s.sqlite()
         .execute(
-            "UPDATE nodes SET hash = ?1 WHERE level = 0 AND idx = ?2",
+            "UPDATE merkle_nodes SET hash = ?1 WHERE level = 0 AND idx = ?2",
             params![vec![7u8; 32], idx as i64],
         )
         .unwrap();
@@ -161,7 +161,10 @@ fn changed_merkle_inner_nodes() {
     let (s, _, _, _) = fixture();
     let n = s
         .sqlite()
-        .execute("UPDATE nodes SET hash = zeroblob(32) WHERE level > 0", [])
+        .execute(
+            "UPDATE merkle_nodes SET hash = zeroblob(32) WHERE level > 0",
+            [],
+        )
         .unwrap();
     assert!(n > 0);
     let report = assert_problem(&s, None, None, &["root", "tree"]);
@@ -230,7 +233,7 @@ fn changed_one_inner_merkle_node() {
     let n = s
         .sqlite()
         .execute(
-            "UPDATE nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 2",
+            "UPDATE merkle_nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 2",
             [],
         )
         .unwrap();
@@ -404,19 +407,27 @@ fn insert_forged(s: &Store, entry: &SignedEntry, content: &[u8]) -> u64 {
     }
     let index = size as u64;
     conn.execute(
-        "INSERT INTO nodes (level, idx, hash) VALUES (0, ?1, ?2)",
-        params![size, leaf_hash(&leaf).as_bytes().as_slice()],
+        "INSERT INTO merkle_nodes (pos, level, idx, hash) VALUES (?1, 0, ?2, ?3)",
+        params![
+            NodeId::leaf(index).append_position().unwrap() as i64,
+            size,
+            leaf_hash(&leaf).as_bytes().as_slice()
+        ],
     )
     .unwrap();
     for id in completed_by_append(index) {
         let h = tree.node(id).unwrap();
         conn.execute(
-            "INSERT INTO nodes (level, idx, hash) VALUES (?1, ?2, ?3)",
-            params![id.level, id.index as i64, h.as_bytes().as_slice()],
+            "INSERT INTO merkle_nodes (pos, level, idx, hash) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                id.append_position().unwrap() as i64,
+                id.level,
+                id.index as i64,
+                h.as_bytes().as_slice()
+            ],
         )
         .unwrap();
     }
-    let _ = NodeId::new(0, 0);
     index
 }
 

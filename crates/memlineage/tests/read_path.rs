@@ -111,7 +111,7 @@ fn an_edited_or_missing_path_node_drops_only_that_entry() {
     // A deleted node fails the batch read; the fallback names it, for that entry only.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute(
-        "DELETE FROM nodes WHERE level = 0 AND idx = ?1",
+        "DELETE FROM merkle_nodes WHERE level = 0 AND idx = ?1",
         [sibling.index as i64],
     )
     .unwrap();
@@ -144,7 +144,7 @@ fn an_edited_root_node_fails_the_retrieval() {
     // A root node that is gone fails it too (through the fallback, as before batching).
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute(
-        "DELETE FROM nodes WHERE level = ?1 AND idx = ?2",
+        "DELETE FROM merkle_nodes WHERE level = ?1 AND idx = ?2",
         rusqlite::params![first_root.level, first_root.index as i64],
     )
     .unwrap();

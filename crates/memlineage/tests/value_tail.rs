@@ -4,8 +4,9 @@
 //! both, the tail through the store value's copy of it. Every value lookup must equal the
 //! in-memory backend's, and every entry be found by its id as by its index, whatever the
 //! tail's size, however many merges happened meanwhile, through a long-lived store value
-//! (whose copy spans merges), a fresh one, and a snapshot begun before a merge; version-1 and
-//! 2 stores are upgraded on a writable open and read as they are read-only.
+//! (whose copy spans merges), a fresh one, and a snapshot begun before a merge; stores of
+//! versions 1 to 3 are upgraded on a writable open (version 4 also moves the Merkle nodes to
+//! their positions) and read as they are read-only.
 
 mod common;
 
@@ -14,6 +15,7 @@ use memlineage::store::{Backend, BackendRead};
 use memlineage::{Memory, MemoryStore, SqliteStore, WriteRequest};
 use memlineage_core::entry::EntryKind;
 use memlineage_core::gate::{ValueKey, value_keys_of_text};
+use memlineage_core::merkle::{NodeId, completed_by_append};
 use memlineage_core::{EntryId, Hash256};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -352,8 +354,20 @@ fn older_store(file: &std::path::Path, version: u32) -> Vec<Vec<u64>> {
         answers(&store, size)
     };
     let conn = rusqlite::Connection::open(file).unwrap();
-    conn.execute_batch("CREATE UNIQUE INDEX legacy_entry_id ON entries(id); DROP TABLE entry_ids;")
+    // Versions 1 to 3 keep the Merkle nodes by level and index.
+    conn.execute_batch(
+        "CREATE TABLE nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, \
+         PRIMARY KEY (level, idx)) WITHOUT ROWID; \
+         INSERT INTO nodes (level, idx, hash) SELECT level, idx, hash FROM merkle_nodes; \
+         DROP TABLE merkle_nodes;",
+    )
+    .unwrap();
+    if version < 3 {
+        conn.execute_batch(
+            "CREATE UNIQUE INDEX legacy_entry_id ON entries(id); DROP TABLE entry_ids;",
+        )
         .unwrap();
+    }
     if version == 1 {
         conn.execute_batch(
             "INSERT OR IGNORE INTO value_keys (key, idx) SELECT key, idx FROM value_keys_tail; \
@@ -364,7 +378,7 @@ fn older_store(file: &std::path::Path, version: u32) -> Vec<Vec<u64>> {
         let tail: i64 = conn
             .query_row("SELECT COUNT(*) FROM value_keys_tail", [], |r| r.get(0))
             .unwrap();
-        assert!(tail > 0, "the version-2 store has keys in its tail");
+        assert!(tail > 0, "the version-{version} store has keys in its tail");
     }
     conn.pragma_update(None, "user_version", version).unwrap();
     carriers
@@ -372,7 +386,7 @@ fn older_store(file: &std::path::Path, version: u32) -> Vec<Vec<u64>> {
 
 #[test]
 fn older_stores_are_read_as_they_are_and_upgraded_when_opened_for_writing() {
-    for version in [1, 2] {
+    for version in [1, 2, 3] {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("store.db");
         let carriers = older_store(&file, version);
@@ -380,14 +394,20 @@ fn older_stores_are_read_as_they_are_and_upgraded_when_opened_for_writing() {
         let size = read_only.size().unwrap();
         assert_eq!(answers(&read_only, size), carriers, "version {version}");
         check_ids(&read_only, size, &[], "an older store read-only");
+        // Every Merkle node, read by level and index from the older table.
+        let all: Vec<NodeId> = (0..size)
+            .flat_map(|leaf| std::iter::once(NodeId::leaf(leaf)).chain(completed_by_append(leaf)))
+            .collect();
+        let hashes = read_only.nodes(&all).unwrap();
         drop(read_only);
         let mem = Memory::open(SqliteStore::open(&file).unwrap().value_tail(2)).unwrap();
         let conn = rusqlite::Connection::open(&file).unwrap();
         let version_now: u32 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version_now, 3);
-        // The upgrade merged the whole tail: every id in `entry_ids`, no key left in the tail.
+        assert_eq!(version_now, 4);
+        // Versions 1 and 2: the upgrade merged the whole tail, every id in `entry_ids` and no
+        // key left in the tail; a version-3 store keeps its tail and merge point.
         let (ids, tail): (i64, i64) = conn
             .query_row(
                 "SELECT (SELECT COUNT(*) FROM entry_ids), (SELECT COUNT(*) FROM value_keys_tail)",
@@ -395,7 +415,27 @@ fn older_stores_are_read_as_they_are_and_upgraded_when_opened_for_writing() {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .unwrap();
-        assert_eq!((ids as u64, tail), (size, 0), "version {version}");
+        if version < 3 {
+            assert_eq!((ids as u64, tail), (size, 0), "version {version}");
+        } else {
+            assert!(
+                tail > 0 && (ids as u64) < size,
+                "version 3: {ids} ids, {tail} in the tail"
+            );
+        }
+        // Every node moved to its position, and the table by level is gone.
+        let (moved, old): (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM merkle_nodes), \
+                 (SELECT COUNT(*) FROM sqlite_master WHERE name = 'nodes')",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            (moved as u64, old),
+            (2 * size - u64::from(size.count_ones()), 0)
+        );
         common::load_fixture_keys(&mem);
         let more = mem.write(request("email", content(15, 7))).unwrap().index;
         mem.write(request("email", content(15, 8))).unwrap();
@@ -405,6 +445,7 @@ fn older_stores_are_read_as_they_are_and_upgraded_when_opened_for_writing() {
             assert_eq!(found, vec![more, more + 1], "{iban}");
         }
         check_ids(&store, more + 2, &[], "an upgraded store");
+        assert_eq!(store.nodes(&all).unwrap(), hashes, "version {version}");
         assert!(mem.verify(&mut |_, _| {}).unwrap().ok());
     }
 }
@@ -416,14 +457,14 @@ fn a_newer_schema_version_is_refused() {
     drop(setup_with(SqliteStore::open(&file).unwrap()));
     rusqlite::Connection::open(&file)
         .unwrap()
-        .execute_batch("PRAGMA user_version = 4;")
+        .execute_batch("PRAGMA user_version = 5;")
         .unwrap();
     for opened in [
         SqliteStore::open(&file).map(|_| ()),
         SqliteStore::open_read_only(&file).map(|_| ()),
     ] {
         let err = opened.unwrap_err();
-        assert!(err.to_string().contains('4'), "{err}");
+        assert!(err.to_string().contains('5'), "{err}");
     }
 }
 

@@ -56,6 +56,19 @@ impl NodeId {
     pub fn parent(self) -> NodeId {
         NodeId::new(self.level.saturating_add(1), self.index >> 1)
     }
+
+    /// The node's position in append order: how many nodes, leaves included, are complete
+    /// before it. Leaf `m` completes its own node and then, lowest first, one per trailing one
+    /// bit of `m` ([`completed_by_append`]), so the leaves before it completed
+    /// `Σ_{j<m} (1 + trailing_ones(j)) = 2m − popcount(m)` nodes, and the node of level `l`
+    /// whose last leaf is `m` is at `2m − popcount(m) + l`. Storage keyed by it writes a group
+    /// commit's nodes at the end of one sequence. `None` beyond `u64`.
+    pub fn append_position(self) -> Option<u64> {
+        let last = self.end_leaf()?.checked_sub(1)?;
+        // 2m − popcount(m), written so that only a result beyond u64 overflows.
+        let before = last.checked_add(last - u64::from(last.count_ones()))?;
+        before.checked_add(u64::from(self.level))
+    }
 }
 
 impl fmt::Display for NodeId {
@@ -123,6 +136,28 @@ pub(crate) fn split_point(n: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn append_positions_number_the_nodes_in_the_order_appends_complete_them() {
+        let mut next = 0u64;
+        for leaf in 0u64..5000 {
+            let completed = std::iter::once(NodeId::leaf(leaf)).chain(completed_by_append(leaf));
+            for node in completed {
+                assert_eq!(node.append_position(), Some(next), "{node}");
+                next += 1;
+            }
+        }
+        assert_eq!(next, 2 * 5000 - u64::from(5000u64.count_ones()));
+        assert_eq!(NodeId::new(3, 0).append_position(), Some(14));
+        assert_eq!(NodeId::leaf(1 << 63).append_position(), Some(u64::MAX));
+        for far in [
+            NodeId::leaf((1 << 63) + 1),
+            NodeId::new(63, 2),
+            NodeId::new(64, 0),
+        ] {
+            assert_eq!(far.append_position(), None, "{far}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -9,7 +9,7 @@ pub fn set_node(path: &Path, node: NodeId, hash: &[u8]) {
     let conn = rusqlite::Connection::open(path).unwrap();
     let n = conn
         .execute(
-            "UPDATE nodes SET hash = ?3 WHERE level = ?1 AND idx = ?2",
+            "UPDATE merkle_nodes SET hash = ?3 WHERE level = ?1 AND idx = ?2",
             rusqlite::params![node.level, node.index as i64, hash],
         )
         .unwrap();
@@ -32,7 +32,7 @@ pub fn rebuild_nodes(path: &Path) {
         tree.append(leaf);
     }
     let nodes: Vec<(u8, i64)> = conn
-        .prepare("SELECT level, idx FROM nodes")
+        .prepare("SELECT level, idx FROM merkle_nodes")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()

@@ -66,13 +66,7 @@ pub(super) fn write(
         )?;
     }
     guard.reached(WriteStage::Entries)?;
-    {
-        let mut ins_node =
-            tx.prepare_cached("INSERT INTO nodes (level, idx, hash) VALUES (?1, ?2, ?3)")?;
-        for (node, hash) in &batch.nodes {
-            ins_node.execute(params![node.level, to_i64(node.index)?, hash.0.as_slice()])?;
-        }
-    }
+    super::nodes::insert(tx, batch.nodes.iter().map(|(node, hash)| (node, hash)))?;
     guard.reached(WriteStage::Nodes)?;
     {
         let mut ins_edge = tx.prepare_cached(

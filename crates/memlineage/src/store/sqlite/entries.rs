@@ -169,7 +169,7 @@ mod tests {
         store
             .with_writer(|c| {
                 let tail = super::super::value_tail::Tail::default();
-                let r = Reader(c, &tail);
+                let r = Reader(c, &tail, &Default::default());
                 // Out of order, duplicated, missing, and longer than one bucket.
                 let indices: Vec<u64> = (0..290u64)
                     .map(|k| (k * 37) % 310)
@@ -207,7 +207,9 @@ mod tests {
                 )?;
                 let err = by_index(c, &[1, 2, 3]).unwrap_err();
                 let tail = super::super::value_tail::Tail::default();
-                let single = Reader(c, &tail).entry_by_index(2).unwrap_err();
+                let single = Reader(c, &tail, &Default::default())
+                    .entry_by_index(2)
+                    .unwrap_err();
                 assert_eq!(err.to_string(), single.to_string());
                 assert!(by_index(c, &[1, 3]).is_ok());
                 assert!(matches!(

@@ -40,13 +40,14 @@ use memlineage_core::gate::ValueKey;
 use memlineage_core::label::Weight;
 use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
+use nodes::NodeTable;
 use pool::{Pool, Pooled};
 use read::Reader;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use schema::{
-    CREATE, CREATE_EMBEDDINGS, CREATE_ENTRY_IDS, CREATE_VALUE_KEYS, CREATE_VALUE_MERGING,
-    CREATE_VALUE_TAIL, SCHEMA_VERSION, UPGRADABLE_VERSIONS,
+    CREATE, CREATE_EMBEDDINGS, CREATE_ENTRY_IDS, CREATE_MERKLE_NODES, CREATE_VALUE_KEYS,
+    CREATE_VALUE_MERGING, CREATE_VALUE_TAIL, SCHEMA_VERSION, UPGRADABLE_VERSIONS,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -98,6 +99,8 @@ pub struct SqliteStore {
     read_only: bool,
     /// The handle's copy of the value index's tail (`value_tail.rs`).
     tail: Tail,
+    /// Which table the Merkle nodes are read from (`nodes.rs`).
+    nodes: NodeTable,
     /// Entries after which an append merges the value index's tail ([`SqliteStore::value_tail`]).
     tail_entries: u64,
     /// The connection that checkpoints deferred by the owner run on (`wal_checkpoints.rs`).
@@ -143,6 +146,7 @@ impl SqliteStore {
             commits: AtomicU64::new(0),
             read_only: true,
             tail: Tail::default(),
+            nodes: NodeTable::default(),
             tail_entries: values::TAIL_ENTRIES,
             checkpoints: Checkpoints::default(),
         })
@@ -174,11 +178,11 @@ impl SqliteStore {
         let version: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version == 0 {
             conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {CREATE} {CREATE_VALUE_TAIL} {CREATE_ENTRY_IDS} \
-                 PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+                "BEGIN IMMEDIATE; {CREATE} {CREATE_MERKLE_NODES} {CREATE_VALUE_TAIL} \
+                 {CREATE_ENTRY_IDS} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             ))?;
         } else if UPGRADABLE_VERSIONS.contains(&version) {
-            upgrade(&mut conn)?;
+            upgrade(&mut conn, version)?;
         } else if version != SCHEMA_VERSION {
             return Err(StoreState::UnsupportedSchema {
                 found: version,
@@ -199,6 +203,7 @@ impl SqliteStore {
             commits: AtomicU64::new(0),
             read_only: false,
             tail: Tail::default(),
+            nodes: NodeTable::default(),
             tail_entries: values::TAIL_ENTRIES,
             checkpoints: Checkpoints::default(),
         })
@@ -235,7 +240,7 @@ impl SqliteStore {
 
     fn with<R>(&self, f: impl FnOnce(&Reader<'_>) -> Result<R, Error>) -> Result<R, Error> {
         let conn = self.reader()?;
-        f(&Reader(&conn, &self.tail))
+        f(&Reader(&conn, &self.tail, &self.nodes))
     }
 
     /// Runs `f` on the write connection (unit tests that build tables by hand).
@@ -245,22 +250,27 @@ impl SqliteStore {
     }
 }
 
-/// Upgrades a version-1 or 2 store to version 3 in one transaction: the value index's tail and
-/// `entry_ids` are created, every id below the merge point goes into `entry_ids` and the tail
-/// above it is merged (`values.rs`), so the upgraded store has an empty tail. Its unique index
-/// on `entries.id` stays (SQLite cannot drop a constraint's index); it costs writes, not
-/// correctness (`docs/store.md`, "Upgrades").
-fn upgrade(conn: &mut Connection) -> Result<(), Error> {
+/// Upgrades a store of version 1 to 3 to version 4 in one transaction. Versions 1 and 2: the
+/// value index's tail and `entry_ids` are created, every id below the merge point goes into
+/// `entry_ids` and the tail above it is merged (`values.rs`), so the upgraded store has an
+/// empty tail; their unique index on `entries.id` stays (SQLite cannot drop a constraint's
+/// index); it costs writes, not correctness. Versions 1 to 3: the Merkle nodes move to their
+/// positions (`nodes.rs`). (`docs/store.md`, "Upgrades".)
+fn upgrade(conn: &mut Connection, version: u32) -> Result<(), Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute_batch(&format!(
-        "{CREATE_VALUE_TAIL} {CREATE_VALUE_KEYS} {CREATE_ENTRY_IDS}"
-    ))?;
-    let below = values::merged_below(&tx)?;
-    ids::merge(&tx, 0, below)?;
     let size: i64 = tx.query_row("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries", [], |r| {
         r.get(0)
     })?;
-    values::merge_if_full(&tx, read::index_from(size)?, 1)?;
+    let size = read::index_from(size)?;
+    if version < 3 {
+        tx.execute_batch(&format!(
+            "{CREATE_VALUE_TAIL} {CREATE_VALUE_KEYS} {CREATE_ENTRY_IDS}"
+        ))?;
+        let below = values::merged_below(&tx)?;
+        ids::merge(&tx, 0, below)?;
+        values::merge_if_full(&tx, size, 1)?;
+    }
+    nodes::move_to_positions(&tx, size)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
@@ -308,6 +318,7 @@ impl TextIndex for SqliteStore {
 struct Snapshot<'a> {
     conn: Pooled<'a>,
     tail: &'a Tail,
+    nodes: &'a NodeTable,
 }
 
 impl Drop for Snapshot<'_> {
@@ -328,7 +339,7 @@ macro_rules! delegate_snapshot {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         impl BackendRead for Snapshot<'_> {
             $(fn $name(&self, $($arg: $ty),*) -> $ret {
-                Reader(&self.conn, self.tail).$name($($arg),*)
+                Reader(&self.conn, self.tail, self.nodes).$name($($arg),*)
             })*
             fn text_index(&self) -> &dyn TextIndex {
                 self
@@ -341,7 +352,7 @@ super::backend::forward_reads!(delegate_snapshot! {});
 
 impl TextIndex for Snapshot<'_> {
     fn search(&self, terms: &SearchTerms, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
-        Reader(&self.conn, self.tail).search(terms, scope, limit)
+        Reader(&self.conn, self.tail, self.nodes).search(terms, scope, limit)
     }
 }
 
@@ -363,6 +374,7 @@ impl Backend for SqliteStore {
         Ok(Box::new(Snapshot {
             conn,
             tail: &self.tail,
+            nodes: &self.nodes,
         }))
     }
 
@@ -370,8 +382,8 @@ impl Backend for SqliteStore {
         self.writable()?;
         let mut conn = self.lock_writer()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let first = Reader(&tx, &self.tail).size()?;
-        let batch = guard.run(&Reader(&tx, &self.tail), first)?;
+        let first = Reader(&tx, &self.tail, &self.nodes).size()?;
+        let batch = guard.run(&Reader(&tx, &self.tail, &self.nodes), first)?;
         append::write(&tx, &batch, guard, &self.tail, self.tail_entries)?;
         tx.commit()?;
         self.committed();

@@ -1,6 +1,7 @@
 //! The read queries, over any connection or transaction (autocommit reads, a snapshot, the
 //! append transaction).
 
+use super::nodes::NodeTable;
 use super::value_tail::Tail;
 use super::{embeddings, entries, ids, nodes, search, to_i64};
 use crate::error::{Error, IntegrityCheck};
@@ -16,10 +17,12 @@ use memlineage_core::merkle::NodeId;
 use memlineage_core::{EntryId, Hash256};
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// Read queries over one connection, with the store's copy of the value index's tail.
+/// Read queries over one connection, with the store's copy of the value index's tail and
+/// what it learned of the table of Merkle nodes.
 pub(in crate::store) struct Reader<'a>(
     pub(in crate::store) &'a Connection,
     pub(in crate::store) &'a Tail,
+    pub(in crate::store) &'a NodeTable,
 );
 
 pub(super) const ENTRY_COLUMNS: &str = "e.idx, e.id, e.leaf, c.bytes, f.tombstone, x.label";
@@ -155,7 +158,7 @@ impl BackendRead for Reader<'_> {
 
     /// One statement for the whole list (`nodes.rs`).
     fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Hash256>, Error> {
-        nodes::read_many(self.0, ids)
+        nodes::read_many(self.0, self.2, ids)
     }
 
     fn children(&self, id: &EntryId) -> Result<Vec<(EntryId, Weight)>, Error> {

@@ -1,22 +1,28 @@
-//! The SQLite schema, version 3. Documented byte by byte in `docs/store.md`.
+//! The SQLite schema, version 4. Documented byte by byte in `docs/store.md`.
 
 /// The schema version this library writes and reads. Version 2 added the value index's tail
 /// ([`CREATE_VALUE_TAIL`]): a library that knows only version 1 would read `value_keys` alone
 /// and miss the carriers still in the tail. Version 3 added `entry_ids` ([`CREATE_ENTRY_IDS`])
 /// and makes new stores without the unique index on `entries.id`: a library that knows only
-/// version 2 would append without checking ids and never fill `entry_ids`. So each refuses a
-/// store of a later version (it accepts its own and the ones it upgrades).
-pub const SCHEMA_VERSION: u32 = 3;
+/// version 2 would append without checking ids and never fill `entry_ids`. Version 4 keeps the
+/// Merkle nodes by their position in append order ([`CREATE_MERKLE_NODES`], `nodes.rs`)
+/// instead of in `nodes` by level and index: a library that knows only version 3 would find
+/// no nodes. So each refuses a store of a later version (it accepts its own and the ones it
+/// upgrades).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The versions a store is upgraded from on a writable open, in one transaction: the tables
 /// of the later versions are created, the tail merged (every value key into `value_keys`,
-/// every id into `entry_ids`) and the version set; nothing signed changes. A store of these
-/// versions opened read-only is read as it is.
-pub const UPGRADABLE_VERSIONS: [u32; 2] = [1, 2];
+/// every id into `entry_ids`; versions 1 and 2), the nodes moved to their positions (versions
+/// 1 to 3) and the version set; nothing signed changes. A store of these versions opened
+/// read-only is read as it is.
+pub const UPGRADABLE_VERSIONS: [u32; 3] = [1, 2, 3];
 
-/// Creates every table of schema version 1 (version 2 adds [`CREATE_VALUE_TAIL`], version 3
-/// [`CREATE_ENTRY_IDS`]). Since version 3 a new store's `entries.id` has no unique index
-/// (`ids.rs`); a store created before keeps the one it has.
+/// Creates the tables every version has (version 2 adds [`CREATE_VALUE_TAIL`], version 3
+/// [`CREATE_ENTRY_IDS`]). Versions 1 to 3 kept the Merkle nodes in a table `nodes` (level,
+/// idx, hash; primary key (level, idx), without rowid); version 4 in [`CREATE_MERKLE_NODES`].
+/// Since version 3 a new store's `entries.id` has no unique index (`ids.rs`); a store created
+/// before keeps the one it has.
 pub const CREATE: &str = r#"
 CREATE TABLE IF NOT EXISTS settings (
     key   TEXT PRIMARY KEY,
@@ -45,13 +51,6 @@ CREATE TABLE IF NOT EXISTS edges (
     child  BLOB NOT NULL,
     weight INTEGER NOT NULL,             -- basis points
     PRIMARY KEY (parent, child)
-) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS nodes (
-    level INTEGER NOT NULL,              -- 0 = leaf hash
-    idx   INTEGER NOT NULL,
-    hash  BLOB NOT NULL,
-    PRIMARY KEY (level, idx)
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS forgotten (
@@ -97,6 +96,19 @@ CREATE TABLE IF NOT EXISTS value_keys (
     idx INTEGER NOT NULL,                -- = entries.idx of an entry whose content carries it
     PRIMARY KEY (key, idx)
 ) WITHOUT ROWID;
+"#;
+
+/// The Merkle nodes (schema version 4, `nodes.rs`): the hash of every complete subtree, keyed
+/// by its position in append order, `2m − popcount(m) + level` for the node of `level` whose
+/// last leaf is `m`, so a commit's nodes go to the end of one B-tree. Level and index are kept
+/// beside it: a read checks them against the position it asked for.
+pub const CREATE_MERKLE_NODES: &str = r#"
+CREATE TABLE IF NOT EXISTS merkle_nodes (
+    pos   INTEGER PRIMARY KEY,           -- position in append order
+    level INTEGER NOT NULL,              -- 0 = leaf hash
+    idx   INTEGER NOT NULL,              -- covers leaves [idx·2^level, (idx+1)·2^level)
+    hash  BLOB NOT NULL
+);
 "#;
 
 /// The value index's tail and merge point (schema version 2, `values.rs`): the keys of recently

@@ -88,7 +88,7 @@ impl Tail {
     fn view(&self, conn: &Connection) -> Result<View<'_>, Error> {
         let below = super::values::merged_below(conn)?;
         // The snapshot's log size, read as every other read of the store reads it.
-        let size = BackendRead::size(&super::read::Reader(conn, self))?;
+        let size = BackendRead::size(&super::read::Reader(conn, self, &Default::default()))?;
         let ids = self.ids_present(conn)?;
         let mut copy = self
             .state
