@@ -61,8 +61,16 @@ pub async fn metrics_text() -> Response {
     }
 }
 
+/// A request answered successfully after this long is logged at `info` (`observe`).
+const SLOW_REQUEST_SECONDS: f64 = 1.0;
+
 /// Times every request, counts it, and logs one line with its route, status, latency, the id
-/// of the token presented (never the token) and the request id.
+/// of the token presented (never the token) and the request id: at `warn` for a server error,
+/// `info` for a refused request (4xx) or a success slower than [`SLOW_REQUEST_SECONDS`], and
+/// `debug` for the rest. Every request is counted and timed in the metrics either way; a line
+/// per success at `info` cost ≈ 3 % of the service's gate decisions per second (formatting
+/// and writing 20,000 JSON lines a second; `docs/performance.md`, "Merkle nodes in append
+/// order, request lines at debug"). `RUST_LOG=info,memlineage_server::http=debug` logs them all.
 ///
 /// It runs for every request, so it allocates nothing it need not: the route, method, token
 /// header and request id are shared handles, read after the answer; the latency histogram of
@@ -90,16 +98,28 @@ pub async fn observe(req: Request, next: Next) -> Response {
     let request_id = request_id
         .as_ref()
         .and_then(|r| r.header_value().to_str().ok());
-    tracing::info!(
-        target: "memlineage_server::http",
-        method = method,
-        route = route,
-        status = %status.as_u16(),
-        latency_us = (seconds * 1e6) as u64,
-        token = token.unwrap_or("-"),
-        request_id = request_id.unwrap_or("-"),
-        "request"
-    );
+    macro_rules! request_line {
+        ($level:expr) => {
+            tracing::event!(
+                target: "memlineage_server::http",
+                $level,
+                method = method,
+                route = route,
+                status = %status.as_u16(),
+                latency_us = (seconds * 1e6) as u64,
+                token = token.unwrap_or("-"),
+                request_id = request_id.unwrap_or("-"),
+                "request"
+            )
+        };
+    }
+    if status.is_server_error() {
+        request_line!(tracing::Level::WARN);
+    } else if status.is_client_error() || seconds >= SLOW_REQUEST_SECONDS {
+        request_line!(tracing::Level::INFO);
+    } else {
+        request_line!(tracing::Level::DEBUG);
+    }
     resp
 }
 
@@ -196,4 +216,79 @@ pub fn init_logs(json: bool) {
     } else {
         builder.try_init()
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+    use std::sync::{Arc, Mutex};
+    use tower::ServiceExt;
+
+    /// Log lines captured in memory.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_request_line_is_logged_at_the_level_its_answer_calls_for() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let app = axum::Router::new()
+            .route("/ok", axum::routing::get(|| async { "fine" }))
+            .route(
+                "/refused",
+                axum::routing::get(|| async { (StatusCode::FORBIDDEN, "no") }),
+            )
+            .route(
+                "/failed",
+                axum::routing::get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "bug") }),
+            )
+            .layer(axum::middleware::from_fn(observe));
+        for path in ["/ok", "/refused", "/failed", "/missing"] {
+            let req = axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            app.clone().oneshot(req).await.unwrap();
+        }
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let levels: Vec<(String, String)> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["target"] == "memlineage_server::http")
+            .map(|v| {
+                (
+                    v["status"].to_string(),
+                    v["level"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("200", "DEBUG"),
+            ("403", "INFO"),
+            ("500", "WARN"),
+            ("404", "INFO"),
+        ];
+        assert_eq!(
+            levels,
+            expected.map(|(s, l)| (format!("\"{s}\""), l.to_string())),
+            "{text}"
+        );
+    }
 }
