@@ -241,7 +241,7 @@ impl AppState {
             return self.write_signed(writes, way).await;
         }
         let ((), written) = self
-            .sign_and_write(way, move |mem| Ok(((), mem.sign_writes(reqs)?)))
+            .sign_and_write(way, move |_, mem| Ok(((), mem.sign_writes(reqs)?)))
             .await?;
         Ok(written)
     }
@@ -250,11 +250,12 @@ impl AppState {
     /// signed entries to append, and what goes with them in the answer — and appends its
     /// entries in the next group commit; answers once they are durable. The library thread
     /// hands the entries to the committer itself, so this task is woken once, when the answer
-    /// is ready (`library_threads.rs`).
+    /// is ready (`library_threads.rs`). `sign` is given the state this call holds anyway, so
+    /// that it needs no clone of its own.
     pub async fn sign_and_write<X, F>(&self, way: OnItsWay, sign: F) -> ApiResult<(X, Vec<Written>)>
     where
         X: Send + 'static,
-        F: FnOnce(&Mem) -> ApiResult<(X, SignedWrites)> + Send + 'static,
+        F: FnOnce(&AppState, &Mem) -> ApiResult<(X, SignedWrites)> + Send + 'static,
     {
         // Taken on the request's task: the committer claims it when the entries join a group.
         let ticket = crate::deadline::current();
@@ -266,7 +267,7 @@ impl AppState {
             if tx.is_closed() {
                 return;
             }
-            match sign(mem) {
+            match sign(&state, mem) {
                 Ok((with, writes)) => {
                     let committer = state.committer.clone();
                     committer.submit_from_thread(

@@ -199,10 +199,9 @@ pub async fn gate(
         ticket,
     };
     let way = state.on_its_way();
-    let scopes = state.clone();
     let ((decision_json, decision), written) = state
-        .sign_and_write(way, move |mem| {
-            decide_and_sign(&scopes, mem, &caller, remembered, &policy, &req, &arrival)
+        .sign_and_write(way, move |state, mem| {
+            decide_and_sign(state, mem, &caller, remembered, &policy, &req, &arrival)
         })
         .await?;
     let kind = decision.as_str();

@@ -64,7 +64,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
-        .layer(from_fn_with_state(state.clone(), timeout))
+        .layer(from_fn_with_state(state.limits.request_timeout, timeout))
         .layer(from_fn(telemetry::observe))
         .layer(CatchPanicLayer::custom(telemetry::panic_response))
         .layer(PropagateRequestIdLayer::x_request_id())
@@ -106,8 +106,11 @@ const COMMIT_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 /// keeping the promise of `deadline.rs`: a request answered so wrote nothing. A request whose
 /// write had begun when the time ran out is waited for (up to [`COMMIT_GRACE`]) and answered
 /// truthfully.
-async fn timeout(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let limit = state.limits.request_timeout;
+///
+/// Its state is the timeout alone, not the service's state: that would be one more clone of the
+/// shared handle per request, an atomic count every thread updates (`docs/performance.md`,
+/// "Merkle nodes in append order, request lines at debug").
+async fn timeout(State(limit): State<std::time::Duration>, req: Request, next: Next) -> Response {
     let ticket = Ticket::default();
     let run = ticket.clone().scope(next.run(req));
     tokio::pin!(run);
