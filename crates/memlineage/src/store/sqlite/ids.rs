@@ -16,6 +16,7 @@
 //! `entry_ids` (filled in the upgrade's transaction) and is read like a new one; opened
 //! read-only without upgrading, its ids are found through that index.
 
+use super::buckets;
 use super::read::index_from;
 use super::to_i64;
 use super::value_tail::Tail;
@@ -88,14 +89,7 @@ pub(super) fn indices_in_snapshot(
         if !tail.ids_present(conn)? {
             return ids.iter().map(|id| legacy(conn, id)).collect();
         }
-        let mut found = Vec::with_capacity(ids.len());
-        let mut stmt = conn.prepare_cached("SELECT idx FROM entry_ids WHERE id = ?1")?;
-        for id in ids {
-            let merged: Option<i64> = stmt
-                .query_row([id.as_bytes().as_slice()], |r| r.get(0))
-                .optional()?;
-            found.push(merged.map(index_from).transpose()?);
-        }
+        let mut found = merged_indices(conn, ids)?;
         if found.iter().any(Option::is_none) {
             let in_tail = tail.indices_of(conn, ids)?;
             for (slot, t) in found.iter_mut().zip(in_tail) {
@@ -106,6 +100,59 @@ pub(super) fn indices_in_snapshot(
         }
         Ok(found)
     })
+}
+
+/// The statement finding `keys` ids in `entry_ids`: the ids bound into a `VALUES` list that
+/// drives one primary-key lookup each (`buckets.rs`; `merged_reads_use_the_key` checks the
+/// plan). One statement instead of one per id: an append checks every id of its group, and a
+/// statement's bind, step and reset cost about as much as the lookup. Padding is `NULL`, which
+/// matches no row.
+fn merged_sql(keys: usize) -> &'static str {
+    static TEXTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let texts = TEXTS.get_or_init(|| {
+        buckets::SIZES
+            .iter()
+            .map(|&k| {
+                let list: Vec<String> = (1..=k).map(|j| format!("(?{j})")).collect();
+                format!(
+                    "SELECT e.id, e.idx FROM (VALUES {}) AS v CROSS JOIN entry_ids e \
+                     WHERE e.id = v.column1",
+                    list.join(",")
+                )
+            })
+            .collect()
+    });
+    texts.get(buckets::slot(keys)).map_or("", String::as_str)
+}
+
+/// The indices `entry_ids` holds for `ids` (in the order asked, duplicates allowed; `None`:
+/// not there).
+fn merged_indices(conn: &Connection, ids: &[EntryId]) -> Result<Vec<Option<u64>>, Error> {
+    let mut unique: Vec<EntryId> = ids.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let mut at_unique: Vec<Option<u64>> = vec![None; unique.len()];
+    let mut start = 0;
+    for (len, bucket) in buckets::pieces(unique.len()) {
+        let chunk = &unique[start..start + len];
+        let args: Vec<Option<&[u8]>> = (0..bucket)
+            .map(|j| chunk.get(j).map(|id| id.as_bytes().as_slice()))
+            .collect();
+        let mut stmt = conn.prepare_cached(merged_sql(bucket))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(args))?;
+        while let Some(row) = rows.next()? {
+            let id = super::read::id_from(row.get(0)?, "entry id")?;
+            let index = index_from(row.get(1)?)?;
+            if let Ok(at) = chunk.binary_search(&id) {
+                at_unique[start + at] = Some(index);
+            }
+        }
+        start += len;
+    }
+    Ok(ids
+        .iter()
+        .map(|id| unique.binary_search(id).ok().and_then(|at| at_unique[at]))
+        .collect())
 }
 
 /// A version-1 or 2 store opened read-only: its unique index on `entries.id`.
@@ -193,4 +240,61 @@ pub(super) fn mismatch(id: &EntryId, index: u64) -> Error {
         IntegrityCheck::EntryId,
         format!("the id index names entry {index} for {id}, which has another id"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memlineage_core::Hash256;
+
+    fn id(n: u64) -> EntryId {
+        EntryId(Hash256::of(&n.to_be_bytes()))
+    }
+
+    #[test]
+    fn merged_indices_find_every_id_in_order_with_duplicates_and_chunks() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::CREATE_ENTRY_IDS)
+            .unwrap();
+        // Even numbers are in the table, at index n / 2.
+        for n in (0..600u64).step_by(2) {
+            conn.execute(
+                "INSERT INTO entry_ids (id, idx) VALUES (?1, ?2)",
+                params![id(n).as_bytes().as_slice(), (n / 2) as i64],
+            )
+            .unwrap();
+        }
+        // 0‥299 and 7 twice more: three statements of up to 128 ids.
+        let asked: Vec<EntryId> = (0..300u64).chain([7, 8, 8]).map(id).collect();
+        let found = merged_indices(&conn, &asked).unwrap();
+        let expected: Vec<Option<u64>> = (0..300u64)
+            .chain([7, 8, 8])
+            .map(|n| (n % 2 == 0).then_some(n / 2))
+            .collect();
+        assert_eq!(found, expected);
+        assert!(merged_indices(&conn, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn merged_reads_use_the_key() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::CREATE_ENTRY_IDS)
+            .unwrap();
+        for keys in [buckets::SIZES[0], buckets::MAX_BUCKET] {
+            let args = vec![None::<Vec<u8>>; keys];
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", merged_sql(keys)))
+                .unwrap()
+                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(
+                plan.iter()
+                    .any(|p| p.contains("SEARCH e USING PRIMARY KEY (id=?)")),
+                "{plan:?}"
+            );
+            assert!(!plan.iter().any(|p| p.starts_with("SCAN e")), "{plan:?}");
+        }
+    }
 }
