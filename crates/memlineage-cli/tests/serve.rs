@@ -21,12 +21,16 @@ struct Serving {
     log: std::path::PathBuf,
 }
 
-fn serve(s: &Store, extra: &[&str]) -> Serving {
+/// Starts `serve` with its default log level, or with `log_filter` as `RUST_LOG`.
+fn serve(s: &Store, extra: &[&str], log_filter: Option<&str>) -> Serving {
     let mut args = vec!["--json", "serve", "--listen", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let log = s.dir.path().join(format!("serve-{}.log", extra.len()));
-    let mut child = s
-        .cmd(&args)
+    let mut cmd = s.cmd(&args);
+    if let Some(filter) = log_filter {
+        cmd.env("RUST_LOG", filter);
+    }
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
@@ -105,7 +109,9 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
             .contains(&token)
     );
 
-    let mut srv = serve(&s, &[]);
+    // A line for every request (a success's line is at `debug`), to check that none queued is
+    // lost at the stop.
+    let mut srv = serve(&s, &[], Some("info,memlineage_server::http=debug"));
     let http = agent();
     let url = format!("{}/v1/entries", srv.base);
     let (st, v) = post(&http, &url, &token, json!({"content": "hello"})).unwrap();
@@ -209,7 +215,7 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
 
     // A revoked token is refused by the next service.
     s.run(&["token", "revoke", t["id"].as_str().unwrap()]).ok();
-    let mut srv = serve(&s, &["--text-logs"]);
+    let mut srv = serve(&s, &["--text-logs"], None);
     let (st, v) = post(
         &agent(),
         &format!("{}/v1/entries", srv.base),
@@ -224,6 +230,13 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
     );
     sigterm(&srv.child);
     assert!(srv.child.wait().unwrap().success());
+    // At the default level a refused request is logged (a success is not).
+    let text = std::fs::read_to_string(&srv.log).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("memlineage_server::http") && l.contains("401")),
+        "{text}"
+    );
 }
 
 #[test]
