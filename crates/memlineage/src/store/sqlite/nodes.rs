@@ -79,26 +79,62 @@ pub(super) fn insert<'a>(
     Ok(())
 }
 
-/// Inside the upgrade's transaction (`upgrade` in `mod.rs`): the nodes of a version-1 to 3
-/// store, keyed by `(level, index)` in `nodes`, are copied to `merkle_nodes` in append order
-/// (leaf by leaf, each leaf's completed nodes after it) and `nodes` is dropped. Every node of
-/// the log's `size` leaves must be there: one that is not fails the upgrade, naming it, and the
-/// store stays as it was.
+/// Inside the upgrade's transaction (`upgrade` in `mod.rs`): the rows of a version-1 to 3
+/// store's `nodes`, keyed by `(level, index)`, are copied as they are to `merkle_nodes` and
+/// `nodes` is dropped. The nodes of the log's `size` leaves are copied in append order (leaf by
+/// leaf, each leaf's completed nodes after it: each insert at the end of the new B-tree); any
+/// other row — a node of a leaf past the log's end, left by entries deleted behind the
+/// program's back — after them. Nothing is checked or dropped here: a missing or malformed node
+/// is as missing or malformed after the move, for `verify` and the reads to name. A row whose
+/// level and index name no node fails the upgrade, naming it, and the store stays as it was.
 pub(super) fn move_to_positions(tx: &Connection, size: u64) -> Result<(), Error> {
+    use rusqlite::types::Value;
     tx.execute_batch(super::schema::CREATE_MERKLE_NODES)?;
+    let insert =
+        "INSERT OR IGNORE INTO merkle_nodes (pos, level, idx, hash) VALUES (?1, ?2, ?3, ?4)";
+    let mut copied: i64 = 0;
     {
         let mut old = tx.prepare("SELECT hash FROM nodes WHERE level = ?1 AND idx = ?2")?;
-        let mut ins =
-            tx.prepare("INSERT INTO merkle_nodes (pos, level, idx, hash) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut ins = tx.prepare(insert)?;
         for leaf in 0..size {
             for node in std::iter::once(NodeId::leaf(leaf)).chain(completed_by_append(leaf)) {
                 let index = to_i64(node.index)?;
-                let hash: Vec<u8> = old
+                let hash: Option<Value> = old
                     .query_row(params![node.level, index], |r| r.get(0))
-                    .optional()?
-                    .ok_or_else(|| missing(&node))?;
-                ins.execute(params![position(node)?, node.level, index, hash])?;
+                    .optional()?;
+                if let Some(hash) = hash {
+                    copied += i64::try_from(ins.execute(params![
+                        position(node)?,
+                        node.level,
+                        index,
+                        hash
+                    ])?)
+                    .unwrap_or(0);
+                }
             }
+        }
+    }
+    let rows: i64 = tx.query_row("SELECT COUNT(*) FROM nodes", [], |r| r.get(0))?;
+    if copied < rows {
+        let mut all = tx.prepare("SELECT level, idx, hash FROM nodes")?;
+        let mut ins = tx.prepare(insert)?;
+        let mut each = all.query([])?;
+        while let Some(row) = each.next()? {
+            let (level, index): (i64, i64) = (row.get(0)?, row.get(1)?);
+            let pos = match (u8::try_from(level), u64::try_from(index)) {
+                (Ok(l), Ok(i)) => position(NodeId::new(l, i)).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                Error::integrity(
+                    IntegrityCheck::MerkleNode,
+                    format!(
+                        "the Merkle node row (level {level}, index {index}) names no node, so the \
+                         store cannot be upgraded; audit it read-only (`memlineage verify`)"
+                    ),
+                )
+            })?;
+            ins.execute(params![pos, level, index, row.get::<_, Value>(2)?])?;
         }
     }
     tx.execute_batch("DROP TABLE nodes;")?;
@@ -348,7 +384,7 @@ mod tests {
     }
 
     #[test]
-    fn an_older_table_of_nodes_moves_to_positions_whole() {
+    fn an_older_table_of_nodes_moves_to_positions_whole_as_it_is() {
         let conn = db(false, 0, 0);
         for leaf in 0u64..37 {
             for node in std::iter::once(NodeId::leaf(leaf)).chain(completed_by_append(leaf)) {
@@ -370,15 +406,8 @@ mod tests {
             .unwrap()
         };
         let before = read_many(&conn, &NodeTable::default(), &all).unwrap();
-        // A node missing fails the move and leaves the table as it was.
-        conn.execute_batch("BEGIN").unwrap();
-        let err = move_to_positions(&conn, 38).unwrap_err();
-        assert!(
-            err.to_string().contains("(level 0, index 37) is missing"),
-            "{err}"
-        );
-        conn.execute_batch("ROLLBACK").unwrap();
-        move_to_positions(&conn, 37).unwrap();
+        // Moved for a log of 30 leaves: the nodes of leaves 30‥36 are copied too, after them.
+        move_to_positions(&conn, 30).unwrap();
         let t = NodeTable::default();
         assert!(t.by_position(&conn).unwrap());
         assert_eq!(read_many(&conn, &t, &all).unwrap(), before);
@@ -390,6 +419,51 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(positions, (0..all.len() as i64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_move_keeps_a_missing_or_malformed_node_as_it_is_and_refuses_a_row_naming_no_node() {
+        let conn = db(false, 0, 0);
+        for leaf in 0u64..8 {
+            for node in std::iter::once(NodeId::leaf(leaf)).chain(completed_by_append(leaf)) {
+                conn.execute(
+                    "INSERT INTO nodes (level, idx, hash) VALUES (?1, ?2, ?3)",
+                    params![
+                        node.level,
+                        node.index as i64,
+                        Hash256::of(&[1]).0.as_slice()
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        conn.execute_batch(
+            "DELETE FROM nodes WHERE level = 1 AND idx = 2; \
+             UPDATE nodes SET hash = 'text' WHERE level = 0 AND idx = 5; \
+             INSERT INTO nodes (level, idx, hash) VALUES (300, 0, x'00');",
+        )
+        .unwrap();
+        conn.execute_batch("BEGIN").unwrap();
+        let err = move_to_positions(&conn, 9).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("(level 300, index 0) names no node"),
+            "{err}"
+        );
+        conn.execute_batch("ROLLBACK; DELETE FROM nodes WHERE level = 300;")
+            .unwrap();
+        // A log of 9 leaves whose ninth has no node: the move copies what there is.
+        move_to_positions(&conn, 9).unwrap();
+        let t = NodeTable::default();
+        assert!(read_many(&conn, &t, &[NodeId::new(3, 0)]).is_ok());
+        for (node, says) in [
+            (NodeId::new(1, 2), "(level 1, index 2) is missing"),
+            (NodeId::new(0, 8), "(level 0, index 8) is missing"),
+            (NodeId::new(0, 5), "is not 32 bytes"),
+        ] {
+            let err = read_many(&conn, &t, &[node]).unwrap_err();
+            assert!(err.to_string().contains(says), "{err}");
+        }
     }
 
     #[test]
