@@ -46,6 +46,22 @@ pub(super) fn pieces(mut len: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// The plan SQLite makes for `sql` with `args` bound, one line per step (tests that check a
+/// bucketed read looks each key up by its index).
+#[cfg(test)]
+pub(super) fn query_plan(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    args: impl rusqlite::Params,
+) -> Vec<String> {
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map(args, |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

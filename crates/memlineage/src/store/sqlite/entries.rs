@@ -232,10 +232,7 @@ mod tests {
                     (128, by_index_sql(128), by_idx),
                 ] {
                     let args = vec![None::<i64>; keys];
-                    let plan: Vec<String> = c
-                        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-                        .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))?
-                        .collect::<Result<_, _>>()?;
+                    let plan = buckets::query_plan(c, sql, rusqlite::params_from_iter(args));
                     assert!(plan.iter().any(|p| p.contains(wanted)), "{plan:?}");
                     assert!(!plan.iter().any(|p| p.starts_with("SCAN e")), "{plan:?}");
                 }

@@ -282,13 +282,8 @@ mod tests {
             .unwrap();
         for keys in [buckets::SIZES[0], buckets::MAX_BUCKET] {
             let args = vec![None::<Vec<u8>>; keys];
-            let plan: Vec<String> = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {}", merged_sql(keys)))
-                .unwrap()
-                .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
+            let plan =
+                buckets::query_plan(&conn, merged_sql(keys), rusqlite::params_from_iter(args));
             assert!(
                 plan.iter()
                     .any(|p| p.contains("SEARCH e USING PRIMARY KEY (id=?)")),

@@ -57,7 +57,7 @@ use value_tail::Tail;
 use wal_checkpoints::Checkpoints;
 
 /// Prepared statements kept per connection (rusqlite's default is 16; the store uses about
-/// 25 texts besides at most 27 bucketed reads of nodes and entries, `buckets.rs`).
+/// 25 texts besides at most 36 bucketed reads of nodes, entries and ids, `buckets.rs`).
 const STATEMENT_CACHE: usize = 96;
 
 /// SQLite's page cache per connection, in KiB (the default is 2 MiB): room for a small

@@ -475,16 +475,11 @@ mod tests {
             let conn = db(by_position, 1, 1);
             for keys in [buckets::SIZES[0], MAX_BUCKET] {
                 let args = vec![0i64; if by_position { keys } else { 2 * keys }];
-                let plan: Vec<String> = conn
-                    .prepare(&format!(
-                        "EXPLAIN QUERY PLAN {}",
-                        bucket_sql(by_position, keys)
-                    ))
-                    .unwrap()
-                    .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                    .unwrap()
-                    .collect::<Result<_, _>>()
-                    .unwrap();
+                let plan = buckets::query_plan(
+                    &conn,
+                    bucket_sql(by_position, keys),
+                    rusqlite::params_from_iter(args),
+                );
                 assert!(
                     plan.iter()
                         .any(|p| p.contains("SEARCH n ") && p.contains(key)),
