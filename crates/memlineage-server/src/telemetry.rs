@@ -90,14 +90,19 @@ pub async fn observe(req: Request, next: Next) -> Response {
     let method = method_label(&method);
     let status = resp.status();
     request_histogram(route, method, status).record(seconds);
-    let token = authorization
-        .as_ref()
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
-        .and_then(crate::tokens::token_id);
-    let request_id = request_id
-        .as_ref()
-        .and_then(|r| r.header_value().to_str().ok());
+    // Read only when the line is written (a disabled level evaluates no field).
+    let token = || {
+        authorization
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
+            .and_then(crate::tokens::token_id)
+    };
+    let request_id = || {
+        request_id
+            .as_ref()
+            .and_then(|r| r.header_value().to_str().ok())
+    };
     macro_rules! request_line {
         ($level:expr) => {
             tracing::event!(
@@ -107,8 +112,8 @@ pub async fn observe(req: Request, next: Next) -> Response {
                 route = route,
                 status = %status.as_u16(),
                 latency_us = (seconds * 1e6) as u64,
-                token = token.unwrap_or("-"),
-                request_id = request_id.unwrap_or("-"),
+                token = token().unwrap_or("-"),
+                request_id = request_id().unwrap_or("-"),
                 "request"
             )
         };
@@ -272,6 +277,8 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
             .filter(|v| v["target"] == "memlineage_server::http")
+            // No token or request id was sent: the fields say so.
+            .inspect(|v| assert_eq!((&v["token"], &v["request_id"]), (&"-".into(), &"-".into())))
             .map(|v| {
                 (
                     v["status"].to_string(),
