@@ -25,7 +25,7 @@ mod rows;
 mod sqlite;
 mod text;
 
-pub use backend::{AppendGuard, Backend, BackendRead, TextIndex, WriteStage};
+pub use backend::{AppendGuard, Backend, BackendRead, LoggedIdsSummary, TextIndex, WriteStage};
 pub use location::{OpenMode, STORE_FILE, StoreLocation};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]

@@ -19,7 +19,7 @@
 use super::buckets;
 use super::read::index_from;
 use super::to_i64;
-use super::value_tail::Tail;
+use super::value_tail::{Located, Tail};
 use crate::error::{Error, IntegrityCheck};
 use memlineage_core::EntryId;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -209,9 +209,37 @@ pub(super) fn refuse_present<'a>(
     let ids: Vec<EntryId> = ids.into_iter().copied().collect();
     let mut seen = HashSet::with_capacity(ids.len());
     let twice = ids.iter().find(|id| !seen.insert(**id));
-    let present = indices_in_snapshot(tx, tail, &ids)?;
-    let logged = ids.iter().zip(&present).find(|(_, at)| at.is_some());
-    match twice.or(logged.map(|(id, _)| id)) {
+    let logged = match tail.locate_for_append(tx, &ids)? {
+        // Only the ids the filter of merged ids cannot rule out are looked up.
+        Some(located) => {
+            let maybe: Vec<EntryId> = ids
+                .iter()
+                .zip(&located)
+                .filter(|&(_, l)| *l == Located::MaybeMerged)
+                .map(|(id, _)| *id)
+                .collect();
+            let merged = merged_indices(tx, &maybe)?;
+            ids.iter()
+                .zip(&located)
+                .find(|&(_, l)| *l == Located::Tail)
+                .map(|(id, _)| *id)
+                .or_else(|| {
+                    maybe
+                        .iter()
+                        .zip(&merged)
+                        .find(|(_, at)| at.is_some())
+                        .map(|(id, _)| *id)
+                })
+        }
+        None => {
+            let present = indices_in_snapshot(tx, tail, &ids)?;
+            ids.iter()
+                .zip(&present)
+                .find(|(_, at)| at.is_some())
+                .map(|(id, _)| *id)
+        }
+    };
+    match twice.copied().or(logged) {
         Some(id) => Err(crate::error::StorageError::new(
             "sqlite",
             format!("entry {id} is already in the log"),

@@ -17,6 +17,7 @@ mod buckets;
 mod embeddings;
 mod entries;
 mod ids;
+mod logged_ids;
 mod merge_slices;
 mod nodes;
 mod pool;
@@ -28,7 +29,7 @@ mod values;
 mod wal_checkpoints;
 mod wal_mode;
 
-use super::backend::{AppendGuard, Backend, BackendRead, TextIndex};
+use super::backend::{AppendGuard, Backend, BackendRead, LoggedIdsSummary, TextIndex};
 use super::rows::{
     ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
     ValueRows, WalCheckpoint,
@@ -435,6 +436,14 @@ impl Backend for SqliteStore {
 
     fn defer_wal_checkpoints(&self) -> Result<bool, Error> {
         self.defer_checkpoints()
+    }
+
+    fn keep_logged_ids(&self) -> Result<Option<LoggedIdsSummary>, Error> {
+        if self.read_only {
+            return Ok(None);
+        }
+        let conn = self.reader()?;
+        values::in_read_transaction(&conn, |conn| self.tail.keep_logged(conn))
     }
 
     fn checkpoint_wal(&self) -> Result<Option<WalCheckpoint>, Error> {

@@ -22,11 +22,12 @@
 //! finds its keys in `value_keys` and its ids through the unique index those versions keep on
 //! `entries.id` (`ids.rs`).
 
+use super::logged_ids::{LoggedIds, Merged};
 use super::read::{id_from, index_from};
 use super::to_i64;
 use crate::error::Error;
-use crate::store::BackendRead;
 use crate::store::rows::EntryRow;
+use crate::store::{BackendRead, LoggedIdsSummary};
 use memlineage_core::EntryId;
 use memlineage_core::gate::ValueKey;
 use rusqlite::{Connection, params};
@@ -47,6 +48,9 @@ pub(crate) struct Tail {
     ids_present: AtomicBool,
     /// The rows of the merge in progress, sorted ([`Tail::merge_rows`]).
     merging: Mutex<Option<Merging>>,
+    /// The owner asked for a filter of the merged ids (`logged_ids.rs`): appends build it
+    /// when the copy has none, and keep it.
+    keep_logged: AtomicBool,
 }
 
 /// The rows a merge of the entries in `[below, upto)` moves, sorted.
@@ -67,6 +71,9 @@ struct Copy {
     keys: HashMap<ValueKey, Vec<u64>>,
     /// Leaf index by id (empty when the store has no `entry_ids`).
     ids: HashMap<EntryId, u64>,
+    /// The merged ids' filter, when the owner keeps one: the ids this copy drops at a merge
+    /// go into it.
+    logged: Option<LoggedIds>,
 }
 
 /// The tail as one snapshot sees it: through the copy, or (for a snapshot older than the
@@ -100,7 +107,17 @@ impl Tail {
         if below > copy.below {
             if below <= copy.next {
                 // A merge (`merge_slices.rs`) moved the rows under `below`: the copy keeps the
-                // ones above it, which are still the tail.
+                // ones above it, which are still the tail, and hands the others' ids to the
+                // filter when the filter reaches them.
+                let copy = &mut *copy;
+                if let Some(logged) = copy.logged.as_mut()
+                    && logged.covered() >= copy.below
+                {
+                    for (id, _) in copy.ids.iter().filter(|&(_, &i)| i < below) {
+                        logged.add(id);
+                    }
+                    logged.cover(below);
+                }
                 copy.keys.retain(|_, at| {
                     at.retain(|&i| i >= below);
                     !at.is_empty()
@@ -184,6 +201,65 @@ impl Tail {
                 }
                 Ok(found)
             }
+        }
+    }
+
+    /// For an append, whose write transaction `conn` is in (its snapshot is the newest):
+    /// whether each of `ids` is in the tail, or may be or surely is not in `entry_ids`, by the
+    /// filter of merged ids (`logged_ids.rs`), built or brought up to the snapshot's merge
+    /// point first. `None` when the owner keeps no filter, the store has no `entry_ids`, or the
+    /// log's merge point went back (a store replaced behind the handle: the filter is dropped,
+    /// to be built again).
+    pub(super) fn locate_for_append(
+        &self,
+        conn: &Connection,
+        ids: &[EntryId],
+    ) -> Result<Option<Vec<Located>>, Error> {
+        if !self.keep_logged.load(Ordering::Acquire) || !self.ids_present(conn)? {
+            return Ok(None);
+        }
+        let (mut copy, size) = match self.view(conn)? {
+            View::Copy { copy, size } => (copy, size),
+            View::Scan { .. } => {
+                if let Ok(mut copy) = self.state.lock() {
+                    copy.logged = None;
+                }
+                return Ok(None);
+            }
+        };
+        let copy = &mut *copy;
+        let logged = logged_up_to(&mut copy.logged, conn, copy.below)?;
+        Ok(Some(
+            ids.iter()
+                .map(|id| match copy.ids.get(id) {
+                    Some(&i) if i < size => Located::Tail,
+                    _ => match logged.merged(id) {
+                        Merged::Maybe => Located::MaybeMerged,
+                        Merged::No => Located::Absent,
+                    },
+                })
+                .collect(),
+        ))
+    }
+
+    /// From now on, keeps a filter of the merged ids for this store value's appends
+    /// (`logged_ids.rs`), built here in the snapshot `conn` is in (the caller holds a read
+    /// transaction) when the copy can be brought up to it; `None` when the store has no
+    /// `entry_ids` (a version-1 or 2 store opened read-only).
+    pub(super) fn keep_logged(&self, conn: &Connection) -> Result<Option<LoggedIdsSummary>, Error> {
+        if !self.ids_present(conn)? {
+            return Ok(None);
+        }
+        self.keep_logged.store(true, Ordering::Release);
+        match self.view(conn)? {
+            View::Copy { mut copy, .. } => {
+                let copy = &mut *copy;
+                Ok(Some(
+                    logged_up_to(&mut copy.logged, conn, copy.below)?.summary(),
+                ))
+            }
+            // An older snapshot than the copy's: the next append builds it.
+            View::Scan { .. } => Ok(None),
         }
     }
 
@@ -351,6 +427,36 @@ impl Tail {
     pub(super) fn ids_present(&self, conn: &Connection) -> Result<bool, Error> {
         table_seen(conn, &self.ids_present, "entry_ids")
     }
+}
+
+/// The filter of merged ids covering every entry below `below` in the snapshot `conn` is in:
+/// `held`, extended with the ids of the entries it lacks (read from `entries`: a merge the
+/// copy did not see, committed by another process), or built from `entry_ids`.
+fn logged_up_to<'a>(
+    held: &'a mut Option<LoggedIds>,
+    conn: &Connection,
+    below: u64,
+) -> Result<&'a mut LoggedIds, Error> {
+    let logged = match held {
+        Some(logged) => logged,
+        None => held.insert(LoggedIds::build(conn, below)?),
+    };
+    if logged.covered() < below {
+        tail_ids(conn, logged.covered(), below, |id, _| logged.add(&id))?;
+        logged.cover(below);
+    }
+    Ok(logged)
+}
+
+/// Where an append's id may be ([`Tail::locate_for_append`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Located {
+    /// In the tail: logged.
+    Tail,
+    /// Perhaps in `entry_ids`: look it up.
+    MaybeMerged,
+    /// Not in the log.
+    Absent,
 }
 
 /// Whether the table `name` exists; once seen, remembered in `seen` (tables are never dropped).
