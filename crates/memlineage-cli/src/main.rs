@@ -264,11 +264,8 @@ mod tests {
                 })
                 .map_err(|e| e.to_string())
         };
-        assert_eq!(parse(&["--service"]), Ok((true, 64)));
-        assert_eq!(
-            parse(&["--service", "--connections", "128"]),
-            Ok((true, 128))
-        );
+        assert_eq!(parse(&["--service"]), Ok((true, 128)));
+        assert_eq!(parse(&["--service", "--connections", "64"]), Ok((true, 64)));
         for bad in ["0", "1025", "many"] {
             let err = parse(&["--service", "--connections", bad]).unwrap_err();
             assert!(err.contains("--connections"), "{bad}: {err}");
