@@ -343,7 +343,7 @@ impl Memory {
 
     /// Keeps a filter of the logged ids in memory from now on, so that each append proves its
     /// new ids absent without reading the store's id index (`docs/store.md`, "Id index"): for
-    /// a long-lived writer (the service calls it before it listens), at about 5 to 9 bytes per
+    /// a long-lived writer (the service calls it before it listens), at about 6 to 12 bytes per
     /// logged entry. Returns what the filter holds; `None` when the store keeps none (not a
     /// SQLite file or memory store opened for writing).
     pub fn keep_logged_ids(&self) -> Result<Option<crate::store::LoggedIdsSummary>, Error> {

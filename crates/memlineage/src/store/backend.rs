@@ -351,8 +351,8 @@ pub trait Backend: BackendRead + Send + Sync {
 
     /// Keeps, from now on, a filter of the ids already in the log in memory, so that an
     /// append proves a new id absent without reading the id index (the SQLite store: its
-    /// `entry_ids`, `docs/store.md`, "Id index"). Built here, from the index, at about 5 to 9
-    /// bytes per logged entry: for a long-lived writer such as the service, before it takes
+    /// `entry_ids`, `docs/store.md`, "Id index"). Built here, from the index, at about 6 to
+    /// 12 bytes per logged entry: for a long-lived writer such as the service, before it takes
     /// requests. Returns what it holds; `None` when the backend keeps none. Provided: `None`.
     fn keep_logged_ids(&self) -> Result<Option<LoggedIdsSummary>, Error> {
         Ok(None)
