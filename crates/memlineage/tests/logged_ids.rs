@@ -137,3 +137,37 @@ fn only_a_writable_sqlite_store_keeps_the_filter() {
     .unwrap();
     assert_eq!(in_memory.keep_logged_ids().unwrap(), None);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// Any interleaving of two handles' appends, any tail size, the filter kept from any step
+    /// on: every new batch is taken, and any earlier batch tried again — through the writer
+    /// that keeps the filter or through the other handle — is refused.
+    #[test]
+    fn with_the_filter_an_append_refuses_exactly_the_logged_ids(
+        tail in 1u64..8,
+        keep_from in 0usize..24,
+        steps in proptest::collection::vec(
+            (proptest::bool::ANY, 1usize..5, 0usize..1000, proptest::bool::ANY),
+            1..24,
+        ),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("store.db");
+        let writer = new_store(&file, tail);
+        let other = other_handle(&file, tail);
+        let mut earlier: Vec<SignedWrites> = Vec::new();
+        for (step, &(by_other, n, again, through_other)) in steps.iter().enumerate() {
+            if step == keep_from {
+                proptest::prop_assert!(writer.keep_logged_ids().unwrap().is_some());
+            }
+            let mem = if by_other { &other } else { &writer };
+            let w = batch(mem, &format!("step {step}"), n);
+            mem.append_signed(&w).unwrap();
+            earlier.push(w);
+            let through = if through_other { &other } else { &writer };
+            refused(through, &earlier[again % earlier.len()], &format!("step {step}"));
+        }
+    }
+}
