@@ -252,7 +252,7 @@ mod tests {
         Cli::command().debug_assert();
     }
 
-    /// `bench --connections` takes 1 to 1024 connections, and only with `--service`.
+    /// `bench --connections` takes a list of 1 to 1024 connections, and only with `--service`.
     #[cfg(feature = "server")]
     #[test]
     fn bench_connections_are_bounded_and_need_the_service_run() {
@@ -264,9 +264,16 @@ mod tests {
                 })
                 .map_err(|e| e.to_string())
         };
-        assert_eq!(parse(&["--service"]), Ok((true, 128)));
-        assert_eq!(parse(&["--service", "--connections", "64"]), Ok((true, 64)));
-        for bad in ["0", "1025", "many"] {
+        assert_eq!(parse(&["--service"]), Ok((true, vec![128, 160, 192])));
+        assert_eq!(
+            parse(&["--service", "--connections", "64"]),
+            Ok((true, vec![64]))
+        );
+        assert_eq!(
+            parse(&["--service", "--connections", "96,128"]),
+            Ok((true, vec![96, 128]))
+        );
+        for bad in ["0", "1025", "many", "128,0", "128,"] {
             let err = parse(&["--service", "--connections", bad]).unwrap_err();
             assert!(err.contains("--connections"), "{bad}: {err}");
         }

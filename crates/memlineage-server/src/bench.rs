@@ -79,6 +79,9 @@ pub struct ServiceRow {
     pub target: Option<String>,
     /// Whether it was met.
     pub meets_target: Option<bool>,
+    /// The load generator's connections (HTTP rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<usize>,
     /// What exactly was measured.
     pub note: String,
 }
@@ -233,6 +236,7 @@ pub fn in_process(p: &Prepared, seconds: f64, threads: usize) -> Result<Vec<Serv
         failed: 0,
         target: None,
         meets_target: None,
+        connections: None,
         note: "Memory::write_batch of 256 entries (~180 bytes, no parents) on the file store; latency per commit".into(),
     }];
     let policy = Arc::new(Policy::parse(POLICY).map_err(err)?);
@@ -290,6 +294,7 @@ pub fn in_process(p: &Prepared, seconds: f64, threads: usize) -> Result<Vec<Serv
         failed: 0,
         target: None,
         meets_target: None,
+        connections: None,
         note: format!(
             "Memory::gate_unrecorded on {threads} threads (2 context entries, half allowed, half denied), records committed 256 at a time; latency per 256 decisions"
         ),
@@ -376,6 +381,7 @@ fn http_row(name: &str, r: &LoadReport, connections: usize, what: &str) -> Servi
         meets_target: Some(
             r.failed == 0 && r.per_second >= TARGET_PER_SECOND && p99_ms <= TARGET_P99_MS,
         ),
+        connections: Some(connections),
         note: format!(
             "{what}; {connections} keep-alive connections from the loopback load generator{}",
             r.first_failure
@@ -386,18 +392,125 @@ fn http_row(name: &str, r: &LoadReport, connections: usize, what: &str) -> Servi
     }
 }
 
-/// [`over_http`] on a runtime of its own (for callers without one): one thread, so that the
-/// load generator never takes more than one of the cores it shares with the service.
+/// The capacity of one operation under the latency target: of `levels` (its rows at several
+/// connection counts), the fastest with p99 ≤ [`TARGET_P99_MS`] and no failure, or the fastest
+/// of all when none is within the bound; `None` for no rows. A closed-loop load generator's
+/// connections set its operating point — too few and every request waits out the commit cycle
+/// with the cores idle, too many and requests queue behind each other — so a service's
+/// capacity is reported, as usual, as the highest throughput whose tail latency stays within
+/// the bound, beside every level measured.
+pub fn capacity(name: &str, levels: &[ServiceRow]) -> Option<ServiceRow> {
+    let within = |r: &&ServiceRow| r.failed == 0 && r.p99_ns as f64 / 1e6 <= TARGET_P99_MS;
+    let fastest = |a: &&ServiceRow, b: &&ServiceRow| a.per_second.total_cmp(&b.per_second);
+    let (best, how) = match levels.iter().filter(within).max_by(fastest) {
+        Some(best) => (
+            best,
+            format!("the fastest level within p99 ≤ {TARGET_P99_MS} ms"),
+        ),
+        None => (
+            levels.iter().max_by(fastest)?,
+            format!("no level within p99 ≤ {TARGET_P99_MS} ms; the fastest"),
+        ),
+    };
+    let tried: Vec<String> = levels
+        .iter()
+        .filter_map(|r| r.connections.map(|c| c.to_string()))
+        .collect();
+    let mut row = best.clone();
+    row.name = name.into();
+    row.note = format!(
+        "{how} (connections tried: {}): {}",
+        tried.join(", "),
+        best.note
+    );
+    Some(row)
+}
+
+/// [`over_http`] at each of `levels` connections in turn, on a runtime of its own (for callers
+/// without one: one thread, so that the load generator never takes more than one of the cores
+/// it shares with the service). Returns every level's rows, named `service_write@N` and
+/// `service_gate@N`, then each operation's [`capacity`] row, `service_write` and
+/// `service_gate`.
 pub fn over_http_blocking(
     p: &Prepared,
     addr: SocketAddr,
-    connections: usize,
+    levels: &[usize],
     requests: u64,
     max_time: Duration,
+    progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<ServiceRow>, String> {
-    tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the load generator: {e}"))?
-        .block_on(over_http(p, addr, connections, requests, max_time))
+        .map_err(|e| format!("cannot start the load generator: {e}"))?;
+    let mut measured = Vec::new();
+    for &connections in levels {
+        progress(&format!(
+            "over HTTP at {connections} connections: writes, then gate decisions"
+        ));
+        for mut row in runtime.block_on(over_http(p, addr, connections, requests, max_time))? {
+            row.name = format!("{}@{connections}", row.name);
+            measured.push(row);
+        }
+    }
+    let mut rows = measured.clone();
+    for name in ["service_write", "service_gate"] {
+        let prefix = format!("{name}@");
+        let levels: Vec<ServiceRow> = measured
+            .iter()
+            .filter(|r| r.name.starts_with(&prefix))
+            .cloned()
+            .collect();
+        rows.extend(capacity(name, &levels));
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(connections: usize, per_second: f64, p99_ms: u64, failed: u64) -> ServiceRow {
+        ServiceRow {
+            name: format!("service_gate@{connections}"),
+            per_second,
+            p50_ns: 1_000_000,
+            p99_ns: p99_ms * 1_000_000,
+            ok: 1000,
+            failed,
+            target: None,
+            meets_target: None,
+            connections: Some(connections),
+            note: format!("at {connections}"),
+        }
+    }
+
+    #[test]
+    fn capacity_is_the_fastest_level_within_the_latency_bound() {
+        let levels = [
+            row(128, 20_000.0, 15, 0),
+            row(160, 21_000.0, 20, 0),
+            // Faster, but past the bound or failing: not the capacity.
+            row(192, 22_000.0, 26, 0),
+            row(256, 23_000.0, 10, 1),
+        ];
+        let c = capacity("service_gate", &levels).unwrap();
+        assert_eq!(c.name, "service_gate");
+        assert_eq!(c.connections, Some(160));
+        assert_eq!(c.per_second, 21_000.0);
+        assert!(c.note.contains("128, 160, 192, 256"), "{}", c.note);
+        assert!(c.note.starts_with("the fastest level within"), "{}", c.note);
+        assert!(c.note.ends_with("at 160"), "{}", c.note);
+    }
+
+    #[test]
+    fn with_no_level_within_the_bound_capacity_is_the_fastest_and_says_so() {
+        let levels = [row(128, 20_000.0, 30, 0), row(192, 22_000.0, 40, 0)];
+        let c = capacity("service_gate", &levels).unwrap();
+        assert_eq!(c.connections, Some(192));
+        // The row's own verdict stands: it misses the target.
+        assert_eq!(c.p99_ns, 40_000_000);
+        assert!(c.note.starts_with("no level within"), "{}", c.note);
+        assert!(capacity("service_gate", &[]).is_none());
+    }
 }

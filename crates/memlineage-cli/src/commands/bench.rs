@@ -52,14 +52,15 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["scale", "generate", "only"])]
     pub service: bool,
     /// With `--service`: the keep-alive connections the load generator keeps open (its
-    /// concurrent clients; 1 to 1024). 128 by default: every request waits for a group
-    /// commit, so at 64 the rate is bound by latency (64 requests per commit cycle), not by
-    /// the two cores, while at 128 both rows stay under the 25 ms p99 target
+    /// concurrent clients; 1 to 1024), a comma-separated list of levels measured in turn.
+    /// Each operation's row is its fastest level with p99 within 25 ms, beside every level:
+    /// every request waits for a group commit, so with too few connections the rate is bound
+    /// by that cycle's latency with the cores idle, and with too many requests queue
     /// (docs/performance.md, "Service").
     #[cfg(feature = "server")]
-    #[arg(long, requires = "service", default_value_t = 128,
+    #[arg(long, requires = "service", value_delimiter = ',', default_values_t = [128u16, 160, 192],
         value_parser = clap::value_parser!(u16).range(1..=1024))]
-    pub connections: u16,
+    pub connections: Vec<u16>,
     /// Where generated stores are cached (default: $MEMLINEAGE_BENCH_STORES, else
     /// target/bench-stores of the enclosing Cargo workspace).
     #[arg(long, value_name = "DIR")]
@@ -135,7 +136,10 @@ pub fn run(a: BenchArgs, _ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut report = |line: &str| progress.line(line);
     #[cfg(feature = "server")]
     if a.service {
-        let result = super::service_bench::run(a.quick, usize::from(a.connections), &mut report);
+        let mut levels: Vec<usize> = a.connections.iter().map(|&c| usize::from(c)).collect();
+        levels.sort_unstable();
+        levels.dedup();
+        let result = super::service_bench::run(a.quick, &levels, &mut report);
         progress.finish();
         return result;
     }

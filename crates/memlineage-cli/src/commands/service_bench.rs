@@ -12,10 +12,12 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Runs the service benchmark, the load generator keeping `connections` connections open.
+/// Runs the service benchmark, the load generator keeping each of `levels` connections open
+/// in turn (both operations at each level; each operation's capacity row is its fastest level
+/// within the p99 bound).
 pub fn run(
     quick: bool,
-    connections: usize,
+    levels: &[usize],
     progress: &mut dyn FnMut(&str),
 ) -> Result<Outcome, CliError> {
     let dir = tempfile::tempdir()
@@ -28,13 +30,13 @@ pub fn run(
     progress("starting `memlineage serve`");
     let mut child = Server::start(&p, dir.path())?;
     let requests = if quick { 30_000 } else { 150_000 };
-    progress("over HTTP: writes, then gate decisions");
     let http = over_http_blocking(
         &p,
         child.addr,
-        connections,
+        levels,
         requests,
         Duration::from_secs(if quick { 10 } else { 30 }),
+        progress,
     );
     child.stop();
     rows.extend(http.map_err(CliError::failed)?);
@@ -99,9 +101,10 @@ impl Server {
 
 fn render(rows: &[ServiceRow]) -> String {
     let mut t = format!(
-        "{}\n{:<22} {:>12} {:>10} {:>10} {:>9} {:>7}  {:<28} {}\n",
+        "{}\n{:<22} {:>6} {:>12} {:>10} {:>10} {:>9} {:>7}  {:<28} {}\n",
         memlineage_bench::sys::machine(),
         "row",
+        "conns",
         "per second",
         "p50",
         "p99",
@@ -113,8 +116,9 @@ fn render(rows: &[ServiceRow]) -> String {
     for r in rows {
         let _ = writeln!(
             t,
-            "{:<22} {:>12.0} {:>8.2}ms {:>8.2}ms {:>9} {:>7}  {:<28} {}",
+            "{:<22} {:>6} {:>12.0} {:>8.2}ms {:>8.2}ms {:>9} {:>7}  {:<28} {}",
             r.name,
+            r.connections.map(|c| c.to_string()).unwrap_or_default(),
             r.per_second,
             r.p50_ns as f64 / 1e6,
             r.p99_ns as f64 / 1e6,
