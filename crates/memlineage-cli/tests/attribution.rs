@@ -412,7 +412,16 @@ mod with_the_model {
             rec.extend(["--judge", replay.as_str()]);
             let rec = s.json(&rec);
             assert_eq!(live["algorithm"], rec["algorithm"], "{judge}");
-            assert_eq!(weights(&live), weights(&rec), "{judge}");
+            // Within 10 basis points: the model's last bits differ between CPUs (candle picks
+            // its SIMD kernels by CPU feature), enough to move a probability across a
+            // rounding boundary of the fourth decimal (0.7288 recorded, 0.7287 live on an AMD
+            // EPYC, 2026-12-06).
+            let (l, r) = (weights(&live), weights(&rec));
+            assert_eq!(l.len(), r.len(), "{judge}");
+            for (a, b) in l.iter().zip(&r) {
+                let bp = |w: &str| (w.parse::<f64>().unwrap() * 10_000.0).round();
+                assert!((bp(a) - bp(b)).abs() <= 10.0, "{judge}: {l:?} {r:?}");
+            }
             assert_eq!(live["fell_back"], rec["fell_back"], "{judge}");
         }
     }
