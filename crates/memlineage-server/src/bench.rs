@@ -426,44 +426,89 @@ pub fn capacity(name: &str, levels: &[ServiceRow]) -> Option<ServiceRow> {
     Some(row)
 }
 
-/// [`over_http`] at each of `levels` connections in turn, on a runtime of its own (for callers
-/// without one: one thread, so that the load generator never takes more than one of the cores
-/// it shares with the service). Returns every level's rows, named `service_write@N` and
-/// `service_gate@N`, then each operation's [`capacity`] row, `service_write` and
-/// `service_gate`.
+/// [`over_http`] at `connections` connections, on a runtime of its own (for callers without
+/// one: one thread, so that the load generator never takes more than one of the cores it
+/// shares with the service); the rows are named `service_write@N` and `service_gate@N`.
 pub fn over_http_blocking(
     p: &Prepared,
     addr: SocketAddr,
-    levels: &[usize],
+    connections: usize,
     requests: u64,
     max_time: Duration,
-    progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<ServiceRow>, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let rows = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the load generator: {e}"))?;
-    let mut measured = Vec::new();
-    for &connections in levels {
-        progress(&format!(
-            "over HTTP at {connections} connections: writes, then gate decisions"
-        ));
-        for mut row in runtime.block_on(over_http(p, addr, connections, requests, max_time))? {
+        .map_err(|e| format!("cannot start the load generator: {e}"))?
+        .block_on(over_http(p, addr, connections, requests, max_time))?;
+    Ok(rows
+        .into_iter()
+        .map(|mut row| {
             row.name = format!("{}@{connections}", row.name);
-            measured.push(row);
+            row
+        })
+        .collect())
+}
+
+/// Each operation's [`capacity`] row (`service_write`, `service_gate`) from the rows of every
+/// level measured ([`over_http_blocking`]'s).
+pub fn capacity_rows(measured: &[ServiceRow]) -> Vec<ServiceRow> {
+    ["service_write", "service_gate"]
+        .into_iter()
+        .filter_map(|name| {
+            let prefix = format!("{name}@");
+            let levels: Vec<ServiceRow> = measured
+                .iter()
+                .filter(|r| r.name.starts_with(&prefix))
+                .cloned()
+                .collect();
+            capacity(name, &levels)
+        })
+        .collect()
+}
+
+/// A copy of the prepared store in `to` (the database, its WAL if any, its key directory),
+/// with the same token, policy and context: each load level starts from the same store, so
+/// that a later level is not measured on a store the earlier ones grew. No process may have
+/// the store open.
+pub fn copy_store(p: &Prepared, to: &Path) -> Result<Prepared, String> {
+    let io = |what: &str, path: &Path, e: std::io::Error| {
+        format!(
+            "copying the benchmark store: {what} {}: {e}",
+            path.display()
+        )
+    };
+    let keys_dir = to.join("keys");
+    let mut dirs = std::fs::DirBuilder::new();
+    dirs.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        dirs.mode(0o700);
+    }
+    dirs.create(&keys_dir)
+        .map_err(|e| io("creating", &keys_dir, e))?;
+    for entry in std::fs::read_dir(&p.keys_dir).map_err(|e| io("reading", &p.keys_dir, e))? {
+        let from = entry.map_err(|e| io("reading", &p.keys_dir, e))?.path();
+        if let Some(name) = from.file_name() {
+            std::fs::copy(&from, keys_dir.join(name)).map_err(|e| io("copying", &from, e))?;
         }
     }
-    let mut rows = measured.clone();
-    for name in ["service_write", "service_gate"] {
-        let prefix = format!("{name}@");
-        let levels: Vec<ServiceRow> = measured
-            .iter()
-            .filter(|r| r.name.starts_with(&prefix))
-            .cloned()
-            .collect();
-        rows.extend(capacity(name, &levels));
+    let db = to.join("store.db");
+    std::fs::copy(&p.db, &db).map_err(|e| io("copying", &p.db, e))?;
+    let mut wal = p.db.clone().into_os_string();
+    wal.push("-wal");
+    let wal = PathBuf::from(wal);
+    if wal.exists() {
+        let mut copy = db.clone().into_os_string();
+        copy.push("-wal");
+        std::fs::copy(&wal, PathBuf::from(copy)).map_err(|e| io("copying", &wal, e))?;
     }
-    Ok(rows)
+    Ok(Prepared {
+        db,
+        keys_dir,
+        ..p.clone()
+    })
 }
 
 #[cfg(test)]
@@ -512,5 +557,40 @@ mod tests {
         assert_eq!(c.p99_ns, 40_000_000);
         assert!(c.note.starts_with("no level within"), "{}", c.note);
         assert!(capacity("service_gate", &[]).is_none());
+    }
+
+    #[test]
+    fn capacity_rows_pick_each_operation_from_its_own_levels() {
+        let mut write = row(192, 30_000.0, 20, 0);
+        write.name = "service_write@192".into();
+        let rows = capacity_rows(&[row(128, 20_000.0, 15, 0), write]);
+        let names: Vec<_> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.connections))
+            .collect();
+        assert_eq!(
+            names,
+            [("service_write", Some(192)), ("service_gate", Some(128))]
+        );
+    }
+
+    #[test]
+    fn a_copied_store_opens_with_its_keys_and_holds_the_same_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = prepare(dir.path()).unwrap();
+        let copy = copy_store(&p, &dir.path().join("level")).unwrap();
+        assert_ne!(copy.db, p.db);
+        assert_eq!(copy.context, p.context);
+        let open = |db: &Path| Memory::open_at(&StoreLocation::Sqlite(db.to_path_buf())).unwrap();
+        let (a, b) = (open(&p.db), open(&copy.db));
+        assert_eq!(a.size().unwrap(), b.size().unwrap());
+        // The copy's keys, as `serve` loads them, sign as the original's.
+        FileKeys::new(&copy.keys_dir).load_into(b.keys()).unwrap();
+        FileKeys::new(&p.keys_dir).load_into(a.keys()).unwrap();
+        let agent = "agent".parse().unwrap();
+        assert_eq!(
+            b.keys().get(&agent).unwrap().verifying_key(),
+            a.keys().get(&agent).unwrap().verifying_key()
+        );
     }
 }

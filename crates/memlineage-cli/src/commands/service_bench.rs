@@ -5,7 +5,9 @@
 //! SIGTERM at the end.
 
 use crate::output::{CliError, Outcome};
-use memlineage_server::bench::{Prepared, ServiceRow, in_process, over_http_blocking, prepare};
+use memlineage_server::bench::{
+    Prepared, ServiceRow, capacity_rows, copy_store, in_process, over_http_blocking, prepare,
+};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -27,19 +29,33 @@ pub fn run(
     let seconds = if quick { 1.0 } else { 3.0 };
     progress("in process: durable writes and gate decisions");
     let mut rows = in_process(&p, seconds, 2).map_err(CliError::failed)?;
-    progress("starting `memlineage serve`");
-    let mut child = Server::start(&p, dir.path())?;
     let requests = if quick { 30_000 } else { 150_000 };
-    let http = over_http_blocking(
-        &p,
-        child.addr,
-        levels,
-        requests,
-        Duration::from_secs(if quick { 10 } else { 30 }),
-        progress,
-    );
-    child.stop();
-    rows.extend(http.map_err(CliError::failed)?);
+    let mut measured = Vec::new();
+    for &connections in levels {
+        // Every level on a fresh copy of the store as the in-process rows left it.
+        let level_dir = dir.path().join(format!("level-{connections}"));
+        let level = copy_store(&p, &level_dir).map_err(CliError::failed)?;
+        progress(&format!(
+            "over HTTP at {connections} connections: starting `memlineage serve`"
+        ));
+        let mut child = Server::start(&level, &level_dir)?;
+        progress(&format!(
+            "over HTTP at {connections} connections: writes, then gate decisions"
+        ));
+        let http = over_http_blocking(
+            &level,
+            child.addr,
+            connections,
+            requests,
+            Duration::from_secs(if quick { 10 } else { 30 }),
+        );
+        child.stop();
+        measured.extend(http.map_err(CliError::failed)?);
+        // Each copy takes as much disk as the store; the next level needs none of it.
+        let _ = std::fs::remove_dir_all(&level_dir);
+    }
+    rows.extend(measured.iter().cloned());
+    rows.extend(capacity_rows(&measured));
     let json = serde_json::to_value(&rows)
         .map_err(|e| CliError::failed(format!("encoding the rows: {e}")))?;
     Ok(Outcome::ok(json, render(&rows)))
