@@ -63,7 +63,7 @@ pub fn append_to(
     effects: &[Effect],
     settings: &[(String, String)],
 ) -> Result<u64, Error> {
-    let staged = prepare(records, backend.counts_terms());
+    let staged = prepare(records, backend.counts_terms(), None);
     let mut check =
         |txn: &dyn BackendRead, first: u64| build(txn, first, &staged, effects, settings.to_vec());
     backend.append(&mut AppendGuard::new(&mut check))
@@ -82,7 +82,13 @@ pub fn stage(
     records: &[NewRecord],
     effects: &[Effect],
 ) -> Result<AppendBatch, Error> {
-    build(txn, first, &prepare(records, false), effects, Vec::new())
+    build(
+        txn,
+        first,
+        &prepare(records, false, None),
+        effects,
+        Vec::new(),
+    )
 }
 
 /// Runs `inner.append` with the guard's checks unchanged and `fault` called first at every

@@ -90,7 +90,7 @@ impl Memory {
             let rows = src.entries(start, COPY_CHUNK.min(total - start))?;
             let (records, effects) = records_of(&rows)?;
             let first_settings = std::mem::take(&mut settings);
-            let staged = prepare(&records, dest.counts_terms());
+            let staged = prepare(&records, dest.counts_terms(), None);
             let mut check = |txn: &dyn BackendRead, first: u64| {
                 build(txn, first, &staged, &effects, first_settings.clone())
             };

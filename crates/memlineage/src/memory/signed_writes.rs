@@ -14,6 +14,7 @@
 //! such only by the handle that made it.
 
 use super::Memory;
+use super::stage::Derivations;
 use super::write::{WriteRequest, Written};
 use crate::error::Error;
 use crate::store::NewRecord;
@@ -33,6 +34,9 @@ pub struct SignedWrites {
     labels_seen: u64,
     /// The handle that signed them ([`Memory`]'s process-unique number).
     handle: u64,
+    /// What each record yields on its own (leaf, leaf hash, value keys, terms), derived on
+    /// the signing thread so that the appending one does not ([`stage::Derived`]).
+    derived: Derivations,
 }
 
 impl SignedWrites {
@@ -59,6 +63,7 @@ impl SignedWrites {
         self.labels_seen = self.labels_seen.min(other.labels_seen);
         self.records.extend(other.records);
         self.signers.extend(other.signers);
+        self.derived.extend(other.derived);
     }
 
     /// Splits off the entries from `at` on (as [`Vec::split_off`]; `at` past the end splits
@@ -70,6 +75,7 @@ impl SignedWrites {
             signers: self.signers.split_off(at),
             labels_seen: self.labels_seen,
             handle: self.handle,
+            derived: self.derived.split_off(at),
         }
     }
 }
@@ -102,11 +108,13 @@ impl Memory {
         };
         let labels_seen = replayed.distrust.next();
         let (records, signers) = self.sign_requests(&replayed, reqs, &[])?;
+        let derived = Derivations::of(&records, self.backend.counts_terms());
         Ok(SignedWrites {
             records,
             signers,
             labels_seen,
             handle: self.handle,
+            derived,
         })
     }
 
@@ -122,7 +130,13 @@ impl Memory {
             // Another handle's entries: every check, every label.
             (&[], None)
         };
-        match self.append_records(&writes.records, signers, labels_seen, Vec::new()) {
+        match self.append_records(
+            &writes.records,
+            signers,
+            labels_seen,
+            Vec::new(),
+            Some(&writes.derived),
+        ) {
             Ok(written) => {
                 self.note_written(&written);
                 Ok(written)

@@ -11,9 +11,11 @@
 use crate::error::Error;
 use crate::store::TermCounts;
 use crate::store::{AppendBatch, BackendRead, EdgeRow, EntryRow, ForgottenRow, NewRecord};
+use memlineage_core::gate::ValueKey;
 use memlineage_core::label::TrustLabel;
 use memlineage_core::merkle::{self, NodeId};
 use memlineage_core::{EntryId, Hash256};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -46,9 +48,10 @@ pub enum Effect {
 /// the commit. Indices here are offsets in the batch; [`build`] adds the first index.
 pub(crate) struct Staged<'r> {
     records: &'r [NewRecord],
-    count_terms: bool,
+    /// What each record yields on its own, computed here or ahead ([`Derived`]).
+    derived: Cow<'r, [Derived]>,
     /// The entry rows, handed to the first [`build`] (a backend that retries its transaction
-    /// builds again: then they are made again, from `records`).
+    /// builds again: then they are made again, from `records` and `derived`).
     entries: RefCell<Option<Vec<EntryRow>>>,
     leaf_hashes: Vec<Hash256>,
     edges: Vec<EdgeRow>,
@@ -64,13 +67,110 @@ impl Staged<'_> {
     }
 }
 
-/// Stages `records` ([`Staged`]): the work of an append that needs no lock. `count_terms`:
-/// the backend indexes the texts' counted terms ([`Backend::counts_terms`]).
+/// What one record yields on its own, whatever its position in the log: its leaf (the signed
+/// entry's bytes), the leaf's hash (RFC 6962 §2.1), the value keys of its text (the gate's
+/// typed values, issue 19) and, for a backend that counts them, its text's terms.
+/// [`Memory::sign_writes`](super::Memory::sign_writes) computes them on the signing thread
+/// ([`Derivations`]), so that the thread that appends — in the service, the one committer
+/// every request waits for — does not: the value keys alone were 14 % of the committer's
+/// time under a load of single-entry writes (`docs/performance.md`, "Derived rows off the
+/// committer").
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Derived {
+    leaf: Vec<u8>,
+    leaf_hash: Hash256,
+    values: Vec<ValueKey>,
+    terms: Option<TermCounts>,
+}
+
+/// [`Derived`] of `rec`; `count_terms`: the backend indexes counted terms
+/// ([`Backend::counts_terms`]).
 ///
 /// [`Backend::counts_terms`]: crate::store::Backend::counts_terms
-pub(crate) fn prepare(records: &[NewRecord], count_terms: bool) -> Staged<'_> {
-    let entries = entry_rows(records, count_terms);
-    let leaf_hashes = entries.iter().map(|e| merkle::leaf_hash(&e.leaf)).collect();
+pub(crate) fn derive(rec: &NewRecord, count_terms: bool) -> Derived {
+    let leaf = rec.entry.to_leaf();
+    Derived {
+        leaf_hash: merkle::leaf_hash(&leaf),
+        leaf,
+        terms: rec
+            .search_text
+            .as_deref()
+            .filter(|_| count_terms)
+            .map(TermCounts::of),
+        // The value index (issue 19): every typed value the text carries, as the gate's
+        // extraction finds it; kept even if the content is later erased.
+        values: rec
+            .search_text
+            .as_deref()
+            .map(memlineage_core::gate::value_keys_of_text)
+            .unwrap_or_default(),
+    }
+}
+
+/// The [`Derived`] rows of a set of records, computed ahead of their append, and for which
+/// kind of backend (with or without counted terms).
+#[derive(Debug)]
+pub(crate) struct Derivations {
+    count_terms: bool,
+    /// `None` once rows derived for different backends were joined: derived again at the
+    /// append.
+    rows: Option<Vec<Derived>>,
+}
+
+impl Derivations {
+    /// Derives every record of `records` now.
+    pub(crate) fn of(records: &[NewRecord], count_terms: bool) -> Derivations {
+        Derivations {
+            count_terms,
+            rows: Some(records.iter().map(|r| derive(r, count_terms)).collect()),
+        }
+    }
+
+    /// Moves `other`'s rows after these, as the records they derive from are moved.
+    pub(crate) fn extend(&mut self, other: Derivations) {
+        match (&mut self.rows, other.rows) {
+            (Some(rows), Some(more)) if self.count_terms == other.count_terms => rows.extend(more),
+            // Never for the sets of one handle (one backend).
+            _ => self.rows = None,
+        }
+    }
+
+    /// Splits off the rows from `at` on (as [`Vec::split_off`]).
+    pub(crate) fn split_off(&mut self, at: usize) -> Derivations {
+        Derivations {
+            count_terms: self.count_terms,
+            rows: self
+                .rows
+                .as_mut()
+                .map(|rows| rows.split_off(at.min(rows.len()))),
+        }
+    }
+
+    /// The rows, if they derive `records` for a backend with `count_terms`; `None` (derive
+    /// again) otherwise.
+    pub(crate) fn rows_for(&self, records: &[NewRecord], count_terms: bool) -> Option<&[Derived]> {
+        self.rows
+            .as_deref()
+            .filter(|rows| self.count_terms == count_terms && rows.len() == records.len())
+    }
+}
+
+/// Stages `records` ([`Staged`]): the work of an append that needs no lock. `count_terms`:
+/// the backend indexes the texts' counted terms ([`Backend::counts_terms`]). `ahead`: their
+/// [`Derived`] rows, when already computed for such a backend (else they are computed here).
+///
+/// [`Backend::counts_terms`]: crate::store::Backend::counts_terms
+pub(crate) fn prepare<'r>(
+    records: &'r [NewRecord],
+    count_terms: bool,
+    ahead: Option<&'r [Derived]>,
+) -> Staged<'r> {
+    let derived: Cow<'r, [Derived]> = match ahead {
+        Some(rows) if rows.len() == records.len() => Cow::Borrowed(rows),
+        _ => Cow::Owned(records.iter().map(|r| derive(r, count_terms)).collect()),
+    };
+    let entries = entry_rows(records, &derived);
+    let leaf_hashes = derived.iter().map(|d| d.leaf_hash).collect();
     let mut edges = Vec::new();
     let mut in_batch: HashMap<EntryId, u64> = HashMap::with_capacity(records.len());
     for (e, rec) in entries.iter().zip(records) {
@@ -84,7 +184,7 @@ pub(crate) fn prepare(records: &[NewRecord], count_terms: bool) -> Staged<'_> {
     }
     Staged {
         records,
-        count_terms,
+        derived,
         entries: RefCell::new(Some(entries)),
         leaf_hashes,
         edges,
@@ -92,35 +192,27 @@ pub(crate) fn prepare(records: &[NewRecord], count_terms: bool) -> Staged<'_> {
     }
 }
 
-/// The entry rows of `records`, indexed by their offsets in the batch.
-fn entry_rows(records: &[NewRecord], count_terms: bool) -> Vec<EntryRow> {
+/// The entry rows of `records` with their [`Derived`] rows, indexed by their offsets in the
+/// batch.
+fn entry_rows(records: &[NewRecord], derived: &[Derived]) -> Vec<EntryRow> {
     records
         .iter()
+        .zip(derived)
         .enumerate()
-        .map(|(offset, rec)| {
+        .map(|(offset, (rec, d))| {
             let body = rec.entry.body();
             EntryRow {
                 index: offset as u64,
                 id: rec.entry.id(),
-                leaf: rec.entry.to_leaf(),
+                leaf: d.leaf.clone(),
                 scope: body.scope.as_str().to_string(),
                 writer: body.writer.clone(),
                 kind: body.kind,
                 label: body.label,
                 content: rec.content.clone(),
                 search_text: rec.search_text.clone(),
-                terms: rec
-                    .search_text
-                    .as_deref()
-                    .filter(|_| count_terms)
-                    .map(TermCounts::of),
-                // The value index (issue 19): every typed value the text carries, as the
-                // gate's extraction finds it; kept even if the content is later erased.
-                values: rec
-                    .search_text
-                    .as_deref()
-                    .map(memlineage_core::gate::value_keys_of_text)
-                    .unwrap_or_default(),
+                terms: d.terms.clone(),
+                values: d.values.clone(),
             }
         })
         .collect()
@@ -138,7 +230,7 @@ pub(crate) fn build(
     let mut entries = staged
         .entries
         .take()
-        .unwrap_or_else(|| entry_rows(staged.records, staged.count_terms));
+        .unwrap_or_else(|| entry_rows(staged.records, &staged.derived));
     for e in &mut entries {
         e.index += first;
     }
@@ -253,8 +345,110 @@ pub(crate) fn append_unchecked(
     records: &[NewRecord],
     effects: &[Effect],
 ) -> Result<u64, Error> {
-    let staged = prepare(records, backend.counts_terms());
+    let staged = prepare(records, backend.counts_terms(), None);
     let mut check =
         |txn: &dyn BackendRead, first: u64| build(txn, first, &staged, effects, Vec::new());
     backend.append(&mut crate::store::AppendGuard::new(&mut check))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::signing::Draft;
+    use crate::memory::signing_key::SigningKeyRef;
+    use ed25519_dalek::SigningKey;
+    use memlineage_core::entry::{EntryBody, EntryKind, Scope};
+    use memlineage_core::keys;
+    use memlineage_core::label::{Fallback, Weight};
+
+    /// A signed record whose text carries typed values of its own (an IBAN, an amount).
+    fn record(n: u64) -> NewRecord {
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let text = format!("pay {n}.{n:02} EUR to GB{n:02}NWBK6016133192681{}", n % 10);
+        let content = text.clone().into_bytes();
+        let body = EntryBody {
+            scope: Scope::default(),
+            writer: "agent".into(),
+            key_id: keys::key_id(&key.verifying_key()),
+            kind: EntryKind::Observation,
+            content_hash: Hash256::of(&content),
+            content_len: content.len() as u64,
+            source_hash: None,
+            context_hash: None,
+            parents: Vec::new(),
+            attribution: "none".into(),
+            tau: Weight::from_bp(5000).unwrap(),
+            fallback: Fallback::Strict,
+            label: TrustLabel::Trusted,
+            created_at_ms: 1_700_000_000_000 + n,
+            metadata: Default::default(),
+        };
+        Draft {
+            body,
+            key: SigningKeyRef::File(std::sync::Arc::new(crate::keyring::FileKey::new(key))),
+            content,
+            search_text: Some(text),
+        }
+        .sign()
+        .unwrap()
+        .record
+    }
+
+    fn records(range: std::ops::Range<u64>) -> Vec<NewRecord> {
+        range.map(record).collect()
+    }
+
+    #[test]
+    fn rows_derived_ahead_stage_exactly_what_the_append_would_derive() {
+        let recs = records(0..6);
+        for count_terms in [false, true] {
+            let ahead = Derivations::of(&recs, count_terms);
+            let rows = ahead.rows_for(&recs, count_terms).unwrap();
+            let here = prepare(&recs, count_terms, None);
+            let early = prepare(&recs, count_terms, Some(rows));
+            assert!(matches!(early.derived, Cow::Borrowed(_)));
+            assert_eq!(early.leaf_hashes, here.leaf_hashes);
+            assert_eq!(early.entries.take(), here.entries.take());
+            // Every record carries values, so a misplaced row would show.
+            assert!(rows.iter().all(|d| !d.values.is_empty()));
+            // Rows for the other kind of backend are not taken.
+            assert!(ahead.rows_for(&recs, !count_terms).is_none());
+        }
+    }
+
+    #[test]
+    fn rows_follow_their_records_through_joins_and_splits() {
+        let (a, b) = (records(0..3), records(3..7));
+        let mut rows = Derivations::of(&a, false);
+        rows.extend(Derivations::of(&b, false));
+        let mut all = a.clone();
+        all.extend(b.clone());
+        let want: Vec<Derived> = all.iter().map(|r| derive(r, false)).collect();
+        assert_eq!(rows.rows_for(&all, false), Some(want.as_slice()));
+        for at in [0, 1, 3, 5, 7, 9] {
+            let mut head = Derivations::of(&all, false);
+            let tail = head.split_off(at);
+            let cut = at.min(all.len());
+            assert_eq!(
+                head.rows_for(&all[..cut], false),
+                Some(&want[..cut]),
+                "at {at}"
+            );
+            assert_eq!(
+                tail.rows_for(&all[cut..], false),
+                Some(&want[cut..]),
+                "at {at}"
+            );
+        }
+        // Joined with rows for another kind of backend: derived again at the append.
+        let mut mixed = Derivations::of(&a, false);
+        mixed.extend(Derivations::of(&b, true));
+        assert!(mixed.rows_for(&all, false).is_none());
+        // Rows for other records (a different count) are not taken either.
+        assert!(Derivations::of(&a, false).rows_for(&all, false).is_none());
+        let of_a = Derivations::of(&a, false);
+        let staged = prepare(&all, false, of_a.rows_for(&a, false));
+        assert!(matches!(staged.derived, Cow::Owned(_)));
+        assert_eq!(staged.leaf_hashes.len(), all.len());
+    }
 }

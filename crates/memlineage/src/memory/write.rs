@@ -190,7 +190,7 @@ impl Memory {
         let replayed = self.refresh_registry_and_distrust(self.reads())?;
         let labels_seen = replayed.distrust.next();
         let (records, signers) = self.sign_requests(&replayed, reqs, previous)?;
-        match self.append_records(&records, &signers, Some(labels_seen), Vec::new()) {
+        match self.append_records(&records, &signers, Some(labels_seen), Vec::new(), None) {
             Ok(written) => {
                 self.note_written(&written);
                 Ok(Ok(written))
@@ -448,7 +448,7 @@ impl Memory {
         records: Vec<NewRecord>,
         settings: Vec<(String, String)>,
     ) -> Result<Vec<Written>, Error> {
-        self.append_records(&records, &[], None, settings)
+        self.append_records(&records, &[], None, settings, None)
     }
 
     /// Appends records; the guard re-validates them inside the transaction, against the
@@ -468,12 +468,16 @@ impl Memory {
     ///
     /// `settings` are recorded with the batch: only the genesis batch of [`Memory::init`] has
     /// any, and then the log must still be empty and hold no settings.
+    ///
+    /// `derived`: the records' [`stage::Derived`] rows when computed ahead (by
+    /// [`Memory::sign_writes`]); else they are computed here.
     pub(super) fn append_records(
         &self,
         records: &[NewRecord],
         prepared: &[VerifyingKey],
         labels_seen: Option<u64>,
         settings: Vec<(String, String)>,
+        derived: Option<&stage::Derivations>,
     ) -> Result<Vec<Written>, Error> {
         let store_rule = self.store_rule();
         // The cache is not held while the backend runs (`registry.rs`, "Lock order").
@@ -482,7 +486,9 @@ impl Memory {
         let mut new_distrust: Option<DistrustLog> = None;
         let recs = records;
         // What does not depend on the log position is staged before the log head is taken.
-        let staged = stage::prepare(records, self.backend.counts_terms());
+        let count_terms = self.backend.counts_terms();
+        let ahead = derived.and_then(|d| d.rows_for(records, count_terms));
+        let staged = stage::prepare(records, count_terms, ahead);
         let mut check = |reader: &dyn BackendRead, first: u64| {
             if !settings.is_empty() && (first != 0 || reader.setting("origin")?.is_some()) {
                 return Err(StoreState::AlreadyInitialised.into());
