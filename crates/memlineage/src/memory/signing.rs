@@ -128,16 +128,16 @@ fn interleave(per_thread: Vec<Vec<Signed>>, count: usize) -> Result<Vec<Signed>,
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ed25519_dalek::SigningKey;
-    use memlineage_core::entry::{EntryKind, Scope};
-    use memlineage_core::keys;
-    use memlineage_core::label::{Fallback, TrustLabel, Weight};
-
-    fn draft(n: u64) -> Draft {
+impl Draft {
+    /// A draft of `content` by `agent` (a fixed key), its creation time set by `n`, for this
+    /// crate's unit tests.
+    pub(super) fn for_tests(n: u64, content: String, search_text: Option<String>) -> Draft {
+        use ed25519_dalek::SigningKey;
+        use memlineage_core::entry::{EntryKind, Scope};
+        use memlineage_core::keys;
+        use memlineage_core::label::{Fallback, TrustLabel, Weight};
         let key = SigningKey::from_bytes(&[9u8; 32]);
-        let content = format!("entry {n}").into_bytes();
+        let content = content.into_bytes();
         let body = EntryBody {
             scope: Scope::default(),
             writer: "agent".into(),
@@ -159,8 +159,17 @@ mod tests {
             body,
             key: SigningKeyRef::File(std::sync::Arc::new(crate::keyring::FileKey::new(key))),
             content,
-            search_text: None,
+            search_text,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft(n: u64) -> Draft {
+        Draft::for_tests(n, format!("entry {n}"), None)
     }
 
     #[test]

@@ -355,43 +355,14 @@ pub(crate) fn append_unchecked(
 mod tests {
     use super::*;
     use crate::memory::signing::Draft;
-    use crate::memory::signing_key::SigningKeyRef;
-    use ed25519_dalek::SigningKey;
-    use memlineage_core::entry::{EntryBody, EntryKind, Scope};
-    use memlineage_core::keys;
-    use memlineage_core::label::{Fallback, Weight};
 
     /// A signed record whose text carries typed values of its own (an IBAN, an amount).
     fn record(n: u64) -> NewRecord {
-        let key = SigningKey::from_bytes(&[7u8; 32]);
         let text = format!("pay {n}.{n:02} EUR to GB{n:02}NWBK6016133192681{}", n % 10);
-        let content = text.clone().into_bytes();
-        let body = EntryBody {
-            scope: Scope::default(),
-            writer: "agent".into(),
-            key_id: keys::key_id(&key.verifying_key()),
-            kind: EntryKind::Observation,
-            content_hash: Hash256::of(&content),
-            content_len: content.len() as u64,
-            source_hash: None,
-            context_hash: None,
-            parents: Vec::new(),
-            attribution: "none".into(),
-            tau: Weight::from_bp(5000).unwrap(),
-            fallback: Fallback::Strict,
-            label: TrustLabel::Trusted,
-            created_at_ms: 1_700_000_000_000 + n,
-            metadata: Default::default(),
-        };
-        Draft {
-            body,
-            key: SigningKeyRef::File(std::sync::Arc::new(crate::keyring::FileKey::new(key))),
-            content,
-            search_text: Some(text),
-        }
-        .sign()
-        .unwrap()
-        .record
+        Draft::for_tests(n, text.clone(), Some(text))
+            .sign()
+            .unwrap()
+            .record
     }
 
     fn records(range: std::ops::Range<u64>) -> Vec<NewRecord> {
