@@ -72,8 +72,8 @@ impl Staged<'_> {
 /// typed values, issue 19) and, for a backend that counts them, its text's terms.
 /// [`Memory::sign_writes`](super::Memory::sign_writes) computes them on the signing thread
 /// ([`Derivations`]), so that the thread that appends — in the service, the one committer
-/// every request waits for — does not: the value keys alone were 14 % of the committer's
-/// time under a load of single-entry writes (`docs/performance.md`, "Derived rows off the
+/// every request waits for — does not: staging was 14 % of the committer's time under a load
+/// of single-entry writes, the value keys 12 % (`docs/performance.md`, "Derived rows off the
 /// committer").
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Derived {
