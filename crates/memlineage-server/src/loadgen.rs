@@ -96,14 +96,36 @@ fn requests_of(load: &Load) -> Result<Vec<Bytes>, String> {
         .collect())
 }
 
-/// Runs the load (refusing a non-loopback address).
-pub async fn run(load: Load) -> Result<LoadReport, String> {
-    if !load.addr.ip().is_loopback() {
+/// Refuses an address off this host.
+fn loopback_only(addr: SocketAddr) -> Result<(), String> {
+    if !addr.ip().is_loopback() {
         return Err(format!(
-            "the load generator only targets this host (a loopback address), not {}",
-            load.addr
+            "the load generator only targets this host (a loopback address), not {addr}"
         ));
     }
+    Ok(())
+}
+
+/// One `GET path` on a connection of its own (the benchmark reads `/metrics` between loads):
+/// the answer's status and body (refusing a non-loopback address).
+pub async fn get(addr: SocketAddr, path: &str) -> Result<(u16, Vec<u8>), String> {
+    loopback_only(addr)?;
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    let mut buf = Vec::with_capacity(8192);
+    // No status is expected, so the body is always kept.
+    let answer = read_answer(&mut stream, &mut buf, 0).await?;
+    Ok((answer.status, answer.body))
+}
+
+/// Runs the load (refusing a non-loopback address).
+pub async fn run(load: Load) -> Result<LoadReport, String> {
+    loopback_only(load.addr)?;
     if load.connections == 0 || load.requests == 0 || load.bodies.is_empty() {
         return Err("the load needs at least one connection, one request and one body".into());
     }

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::notes::{SCOPES, write_notes};
 use common::{load_fixture_keys, p, setup_with};
 use memlineage::memory::Retrieval;
 use memlineage::search::SearchMode;
@@ -14,11 +15,6 @@ use memlineage_core::EntryId;
 use memlineage_core::entry::{EntryKind, Scope};
 use std::path::Path;
 
-const WORDS: [&str; 14] = [
-    "invoice", "rent", "landlord", "vault", "code", "meeting", "paris", "flight", "the", "of",
-    "iban", "refund", "pizza", "garden",
-];
-const SCOPES: [&str; 5] = ["home", "home/bills", "work", "homework", "default"];
 const QUERIES: [&str; 8] = [
     "rent invoice",
     "vault code",
@@ -29,35 +25,6 @@ const QUERIES: [&str; 8] = [
     "nothing here",
     "pizza the landlord code",
 ];
-
-/// A deterministic text of 2–14 words from [`WORDS`] (a linear congruential sequence).
-fn text(i: u64) -> String {
-    let mut x = i
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let n = 2 + (x >> 33) % 13;
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            WORDS[((x >> 35) % WORDS.len() as u64) as usize]
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn write_notes(mem: &Memory, from: u64, n: u64) -> Vec<EntryId> {
-    (from..from + n)
-        .map(|i| {
-            let scope = Scope::new(SCOPES[(i % SCOPES.len() as u64) as usize]).unwrap();
-            let writer = if i % 3 == 0 { "web" } else { "agent" };
-            mem.write(
-                WriteRequest::new(&p(writer), EntryKind::Observation, text(i)).with_scope(scope),
-            )
-            .unwrap()
-            .id
-        })
-        .collect()
-}
 
 /// A second handle on the file store, with the fixture's keys.
 fn open(path: &Path) -> Memory {

@@ -405,7 +405,7 @@ fn older_stores_are_read_as_they_are_and_upgraded_when_opened_for_writing() {
         let version_now: u32 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version_now, 4);
+        assert_eq!(version_now, 5);
         // Versions 1 and 2: the upgrade merged the whole tail, every id in `entry_ids` and no
         // key left in the tail; a version-3 store keeps its tail and merge point.
         let (ids, tail): (i64, i64) = conn
@@ -457,14 +457,14 @@ fn a_newer_schema_version_is_refused() {
     drop(setup_with(SqliteStore::open(&file).unwrap()));
     rusqlite::Connection::open(&file)
         .unwrap()
-        .execute_batch("PRAGMA user_version = 5;")
+        .execute_batch("PRAGMA user_version = 6;")
         .unwrap();
     for opened in [
         SqliteStore::open(&file).map(|_| ()),
         SqliteStore::open_read_only(&file).map(|_| ()),
     ] {
         let err = opened.unwrap_err();
-        assert!(err.to_string().contains('5'), "{err}");
+        assert!(err.to_string().contains('6'), "{err}");
     }
 }
 

@@ -190,7 +190,18 @@ impl Memory {
     /// [`Memory::retrieve_indices`] before anything reaches a prompt). The handle's index when
     /// it keeps one, else the backend's full-text search.
     pub fn lexical_top(&self, query: &str, scope: &Scope, limit: usize) -> Result<Vec<u64>, Error> {
-        self.lexical_ranking(&*self.backend.snapshot()?, query, scope, limit)
+        self.lexical_ranking(&*self.lexical_snapshot()?, query, scope, limit)
+    }
+
+    /// A snapshot to rank lexically in. A handle without its own lexical index ranks with the
+    /// backend's full-text search, so it first indexes the text the backend left pending
+    /// ([`Memory::defer_full_text`]): the search then finds every entry committed before it
+    /// began. (The handle's own index catches up inside the snapshot, `Lexical::ranking`.)
+    pub(crate) fn lexical_snapshot(&self) -> Result<Box<dyn BackendRead + '_>, Error> {
+        if self.lexical.is_none() {
+            self.catch_up_full_text()?;
+        }
+        self.backend.snapshot()
     }
 
     /// The `limit` best lexical matches of `query` within `scope` (leaf indices, best first;

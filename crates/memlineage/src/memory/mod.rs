@@ -12,6 +12,7 @@ mod carrier_cache;
 mod control;
 mod distrusted;
 mod effective;
+mod full_text_indexer;
 mod gate;
 mod gate_epochs;
 mod label_cache;
@@ -43,6 +44,7 @@ mod write;
 
 pub use crate::search::stored::{RejectedEmbedding, VectorIndexStatus};
 pub use audit::{AuditProblem, AuditReport};
+pub use full_text_indexer::FullTextIndexer;
 pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY, UnrecordedGate};
 pub use gate_epochs::GateTicket;
 pub use lineage::Direction;
@@ -355,6 +357,34 @@ impl Memory {
     /// no such log.
     pub fn checkpoint_wal(&self) -> Result<Option<crate::store::WalCheckpoint>, Error> {
         self.backend.checkpoint_wal()
+    }
+
+    /// Leaves the full-text indexing of new entries to [`Memory::index_full_text`], run by the
+    /// owner on a thread of its own ([`FullTextIndexer`]), so that no commit indexes text;
+    /// returns whether the store defers (the SQLite store; the others index in the append).
+    /// Until indexed an entry's text is pending: a search by a handle without its own lexical
+    /// index first indexes what is pending, so it still finds every entry committed before it
+    /// began (`docs/store.md`, "Full-text index").
+    pub fn defer_full_text(&self) -> Result<bool, Error> {
+        self.backend.defer_full_text()
+    }
+
+    /// Indexes up to `max` entries whose full text is pending, oldest first, in one write
+    /// transaction, and says how many are left ([`Memory::defer_full_text`]).
+    pub fn index_full_text(&self, max: usize) -> Result<crate::store::FullTextProgress, Error> {
+        self.backend.index_full_text(max)
+    }
+
+    /// Indexes every entry whose full text is pending, 512 entries per transaction
+    /// (`full_text_indexer::CHUNK`), so that other writers' commits interleave with a long
+    /// backlog's.
+    pub fn catch_up_full_text(&self) -> Result<(), Error> {
+        loop {
+            let step = self.backend.index_full_text(full_text_indexer::CHUNK)?;
+            if step.pending == 0 || step.indexed == 0 {
+                return Ok(());
+            }
+        }
     }
 
     /// The registry as of now (refreshed from the store).

@@ -117,7 +117,7 @@ impl Memory {
     /// handle's lexical index when it keeps one ([`Memory::with_lexical_index`]), else by the
     /// backend's full-text search; candidates, ranking and verification read one snapshot.
     pub fn search(&self, query: &str, scope: &Scope, limit: usize) -> Result<Retrieval, Error> {
-        let snap = self.backend.snapshot()?;
+        let snap = self.lexical_snapshot()?;
         let indices = self.lexical_ranking(&*snap, query, scope, limit)?;
         self.retrieve_in(snap, indices, scope)
     }

@@ -397,7 +397,7 @@ impl Memory {
             SearchMode::Hybrid => {
                 let depth = HYBRID_DEPTH.max(limit);
                 let lexical =
-                    self.lexical_ranking(&*self.backend.snapshot()?, query, scope, depth)?;
+                    self.lexical_ranking(&*self.lexical_snapshot()?, query, scope, depth)?;
                 let semantic = self.semantic_ranking(query, scope, depth)?;
                 fusion::hybrid(&lexical, &semantic, limit)
             }

@@ -19,8 +19,8 @@
 //! `SQLITE_OPEN_READ_ONLY`, so not even a bug in this crate could write through it.
 
 use super::rows::{
-    AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry,
-    StoredNote, ValueRows, WalCheckpoint,
+    AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, FullTextProgress, IndexRow,
+    NoteRow, StoredEntry, StoredNote, ValueRows, WalCheckpoint,
 };
 use super::text::SearchTerms;
 use crate::error::Error;
@@ -347,6 +347,24 @@ pub trait Backend: BackendRead + Send + Sync {
     /// defers. Provided: no (nothing to checkpoint, or the server does it).
     fn defer_wal_checkpoints(&self) -> Result<bool, Error> {
         Ok(false)
+    }
+
+    /// Leaves the full-text indexing of new entries to [`Backend::index_full_text`], which the
+    /// owner runs on a thread of its own, so that no commit indexes text (the SQLite store:
+    /// FTS5 writes a segment per commit, `docs/store.md`, "Full-text index"). Until an entry is
+    /// indexed its text is *pending*: a search through a handle without its own lexical index
+    /// first indexes what is pending ([`Memory::search`](crate::Memory::search)). Returns
+    /// whether it defers. Provided: no (the backend indexes in the append).
+    fn defer_full_text(&self) -> Result<bool, Error> {
+        Ok(false)
+    }
+
+    /// Indexes up to `max` entries whose full text is pending, oldest first, in one write
+    /// transaction (none when nothing is pending), and says how many are left. A store opened
+    /// read-only indexes nothing. Provided: nothing is ever pending.
+    fn index_full_text(&self, max: usize) -> Result<FullTextProgress, Error> {
+        let _ = max;
+        Ok(FullTextProgress::default())
     }
 
     /// Keeps, from now on, a filter of the ids already in the log in memory, so that an

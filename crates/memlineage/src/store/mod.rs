@@ -34,7 +34,8 @@ pub use postgres::{
 };
 pub use rows::{
     AppendBatch, ControlRecord, EdgeRow, EmbeddingRow, EntryLabels, EntryRow, ForgottenRow,
-    IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote, ValueRows, WalCheckpoint,
+    FullTextProgress, IndexRow, NewRecord, NoteRow, StoredEntry, StoredNote, ValueRows,
+    WalCheckpoint,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -262,3 +262,12 @@ pub struct WalCheckpoint {
     /// were committed during the checkpoint: the next one takes them).
     pub checkpointed_pages: u64,
 }
+
+/// What one step of full-text indexing did ([`Backend::index_full_text`](super::Backend::index_full_text)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FullTextProgress {
+    /// Entries that this step moved into the index (those with no searchable text included).
+    pub indexed: u64,
+    /// Entries still pending after it.
+    pub pending: u64,
+}

@@ -4,6 +4,7 @@
 #![allow(dead_code, unused_macros, unused_imports)]
 
 pub mod backends;
+pub mod notes;
 pub mod tamper;
 
 use ed25519_dalek::SigningKey;

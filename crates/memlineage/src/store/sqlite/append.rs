@@ -12,13 +12,15 @@ use rusqlite::{Connection, params};
 /// `tail_entries`: when the tail spans that many entries, a merge of it starts, moved a slice
 /// at a time by this and the next appends (`merge_slices.rs`); returns whether the merge point
 /// moved. An id already in the log, or twice in the batch, fails it before anything is
-/// written.
+/// written. `defer_full_text`: the entries' texts are left to the full-text index's catch-up
+/// (`full_text.rs`) instead of written here.
 pub(super) fn write(
     tx: &Connection,
     batch: &AppendBatch,
     guard: &mut AppendGuard<'_>,
     tail: &Tail,
     tail_entries: u64,
+    defer_full_text: bool,
 ) -> Result<bool, Error> {
     super::ids::refuse_present(tx, tail, batch.entries.iter().map(|e| &e.id))?;
     // Before the batch's rows: the merge moves committed tail rows only (`merge_slices.rs`).
@@ -40,7 +42,6 @@ pub(super) fn write(
         )?;
         let mut ins_content =
             tx.prepare_cached("INSERT INTO content (idx, bytes) VALUES (?1, ?2)")?;
-        let mut ins_fts = tx.prepare_cached("INSERT INTO search (rowid, text) VALUES (?1, ?2)")?;
         for e in &batch.entries {
             let idx = to_i64(e.index)?;
             ins_entry.execute(params![
@@ -53,9 +54,6 @@ pub(super) fn write(
                 e.label.as_str()
             ])?;
             ins_content.execute(params![idx, e.content])?;
-            if let Some(text) = &e.search_text {
-                ins_fts.execute(params![idx, text])?;
-            }
         }
         super::values::insert_appended(
             tx,
@@ -65,6 +63,8 @@ pub(super) fn write(
                 .flat_map(|e| e.values.iter().map(move |k| (k, e.index))),
         )?;
     }
+    // Entries from this one on are not in the full-text index yet.
+    let pending_from = super::full_text::append(tx, &batch.entries, defer_full_text)?;
     guard.reached(WriteStage::Entries)?;
     super::nodes::insert(tx, batch.nodes.iter().map(|(node, hash)| (node, hash)))?;
     guard.reached(WriteStage::Nodes)?;
@@ -93,7 +93,10 @@ pub(super) fn write(
                 f.tombstone.as_bytes().as_slice(),
                 f.erased
             ])?;
-            unindex.execute([idx])?;
+            // A pending target is never indexed: the catch-up skips forgotten entries.
+            if pending_from.is_none_or(|from| f.target_index < from) {
+                unindex.execute([idx])?;
+            }
             unembed.execute([idx])?;
             if f.erased {
                 erase.execute([idx])?;

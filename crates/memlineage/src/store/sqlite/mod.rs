@@ -16,6 +16,7 @@ mod append;
 mod buckets;
 mod embeddings;
 mod entries;
+mod full_text;
 mod ids;
 mod logged_ids;
 mod merge_slices;
@@ -31,8 +32,8 @@ mod wal_mode;
 
 use super::backend::{AppendGuard, Backend, BackendRead, LoggedIdsSummary, TextIndex};
 use super::rows::{
-    ControlRecord, EmbeddingRow, EntryLabels, IndexRow, NoteRow, StoredEntry, StoredNote,
-    ValueRows, WalCheckpoint,
+    ControlRecord, EmbeddingRow, EntryLabels, FullTextProgress, IndexRow, NoteRow, StoredEntry,
+    StoredNote, ValueRows, WalCheckpoint,
 };
 use super::text::SearchTerms;
 use crate::error::{Error, InputError, StoreState};
@@ -52,7 +53,7 @@ use schema::{
 };
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use value_tail::Tail;
 use wal_checkpoints::Checkpoints;
@@ -106,6 +107,8 @@ pub struct SqliteStore {
     tail_entries: u64,
     /// The connection that checkpoints deferred by the owner run on (`wal_checkpoints.rs`).
     checkpoints: Checkpoints,
+    /// Appends leave their entries' texts to [`Backend::index_full_text`] (`full_text.rs`).
+    defer_full_text: AtomicBool,
 }
 
 impl SqliteStore {
@@ -150,6 +153,7 @@ impl SqliteStore {
             nodes: NodeTable::default(),
             tail_entries: values::TAIL_ENTRIES,
             checkpoints: Checkpoints::default(),
+            defer_full_text: AtomicBool::new(false),
         })
     }
 
@@ -207,6 +211,7 @@ impl SqliteStore {
             nodes: NodeTable::default(),
             tail_entries: values::TAIL_ENTRIES,
             checkpoints: Checkpoints::default(),
+            defer_full_text: AtomicBool::new(false),
         })
     }
 
@@ -251,12 +256,13 @@ impl SqliteStore {
     }
 }
 
-/// Upgrades a store of version 1 to 3 to version 4 in one transaction. Versions 1 and 2: the
+/// Upgrades a store of version 1 to 4 to version 5 in one transaction. Versions 1 and 2: the
 /// value index's tail and `entry_ids` are created, every id below the merge point goes into
 /// `entry_ids` and the tail above it is merged (`values.rs`), so the upgraded store has an
 /// empty tail; their unique index on `entries.id` stays (SQLite cannot drop a constraint's
 /// index); it costs writes, not correctness. Versions 1 to 3: the Merkle nodes move to their
-/// positions (`nodes.rs`). (`docs/store.md`, "Upgrades".)
+/// positions (`nodes.rs`). Version 4: only the version changes (nothing is pending in its
+/// full-text index, `full_text.rs`). (`docs/store.md`, "Upgrades".)
 fn upgrade(conn: &mut Connection, version: u32) -> Result<(), Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let size: i64 = tx.query_row("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries", [], |r| {
@@ -271,7 +277,9 @@ fn upgrade(conn: &mut Connection, version: u32) -> Result<(), Error> {
         ids::merge(&tx, 0, below)?;
         values::merge_if_full(&tx, size, 1)?;
     }
-    nodes::move_to_positions(&tx, size)?;
+    if version < 4 {
+        nodes::move_to_positions(&tx, size)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
@@ -385,7 +393,14 @@ impl Backend for SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let first = Reader(&tx, &self.tail, &self.nodes).size()?;
         let batch = guard.run(&Reader(&tx, &self.tail, &self.nodes), first)?;
-        append::write(&tx, &batch, guard, &self.tail, self.tail_entries)?;
+        append::write(
+            &tx,
+            &batch,
+            guard,
+            &self.tail,
+            self.tail_entries,
+            self.defer_full_text.load(Ordering::Relaxed),
+        )?;
         tx.commit()?;
         self.committed();
         // After a merge too: it moved rows below this batch only, and the copy drops them at
@@ -448,6 +463,32 @@ impl Backend for SqliteStore {
 
     fn checkpoint_wal(&self) -> Result<Option<WalCheckpoint>, Error> {
         self.checkpoint_wal_now()
+    }
+
+    fn defer_full_text(&self) -> Result<bool, Error> {
+        if self.read_only {
+            return Ok(false);
+        }
+        self.defer_full_text.store(true, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    fn index_full_text(&self, max: usize) -> Result<FullTextProgress, Error> {
+        if self.read_only || max == 0 {
+            return Ok(FullTextProgress {
+                indexed: 0,
+                pending: full_text::pending(&*self.reader()?)?,
+            });
+        }
+        // A read first: nothing pending (the usual case) takes no write lock.
+        if full_text::pending_from(&*self.reader()?)?.is_none() {
+            return Ok(FullTextProgress::default());
+        }
+        let progress = full_text::commit_catch_up(&mut *self.lock_writer()?, max)?;
+        if progress.indexed > 0 {
+            self.committed();
+        }
+        Ok(progress)
     }
 
     fn read_only(&self) -> bool {

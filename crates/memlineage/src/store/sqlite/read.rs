@@ -29,7 +29,7 @@ pub(super) const ENTRY_COLUMNS: &str = "e.idx, e.id, e.leaf, c.bytes, f.tombston
 pub(super) const ENTRY_FROM: &str = "entries e LEFT JOIN content c ON c.idx = e.idx \
      LEFT JOIN forgotten f ON f.id = e.id LEFT JOIN effective x ON x.id = e.id";
 
-fn stored(what: impl Into<String>) -> Error {
+pub(super) fn stored(what: impl Into<String>) -> Error {
     Error::integrity(IntegrityCheck::StoredValue, what)
 }
 

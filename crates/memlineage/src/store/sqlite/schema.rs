@@ -1,4 +1,4 @@
-//! The SQLite schema, version 4. Documented byte by byte in `docs/store.md`.
+//! The SQLite schema, version 5. Documented byte by byte in `docs/store.md`.
 
 /// The schema version this library writes and reads. Version 2 added the value index's tail
 /// ([`CREATE_VALUE_TAIL`]): a library that knows only version 1 would read `value_keys` alone
@@ -7,16 +7,20 @@
 /// version 2 would append without checking ids and never fill `entry_ids`. Version 4 keeps the
 /// Merkle nodes by their position in append order ([`CREATE_MERKLE_NODES`], `nodes.rs`)
 /// instead of in `nodes` by level and index: a library that knows only version 3 would find
-/// no nodes. So each refuses a store of a later version (it accepts its own and the ones it
-/// upgrades).
-pub const SCHEMA_VERSION: u32 = 4;
+/// no nodes. Version 5 may leave the newest entries out of the full-text index, pending, with
+/// their first index in the setting `full_text_pending_from` (`full_text.rs`): a library that
+/// knows only version 4 would index its own appends and leave that mark, and the catch-up would
+/// then index them twice. So each refuses a store of a later version (it accepts its own and
+/// the ones it upgrades).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The versions a store is upgraded from on a writable open, in one transaction: the tables
 /// of the later versions are created, the tail merged (every value key into `value_keys`,
 /// every id into `entry_ids`; versions 1 and 2), the nodes moved to their positions (versions
-/// 1 to 3) and the version set; nothing signed changes. A store of these versions opened
+/// 1 to 3) and the version set (version 4 needs nothing else: it indexed every entry in its
+/// append, so nothing is pending); nothing signed changes. A store of these versions opened
 /// read-only is read as it is.
-pub const UPGRADABLE_VERSIONS: [u32; 3] = [1, 2, 3];
+pub const UPGRADABLE_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 
 /// Creates the tables every version has (version 2 adds [`CREATE_VALUE_TAIL`], version 3
 /// [`CREATE_ENTRY_IDS`]). Versions 1 to 3 kept the Merkle nodes in a table `nodes` (level,
