@@ -1,7 +1,8 @@
 //! `memlineage serve` and `memlineage token`, as a user runs them: the real binary on a
 //! loopback port, bearer tokens from the CLI, requests from an HTTP client this project did
 //! not write (ureq), and SIGTERM in the middle of a flood of writes: every write the service
-//! acknowledged is in the store afterwards, and the store verifies.
+//! acknowledged is in the store afterwards, the store verifies, and nothing is left pending in
+//! its full-text index.
 #![cfg(all(unix, feature = "server"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -212,6 +213,18 @@ fn tokens_from_the_cli_and_a_graceful_stop_under_load() {
     }
     let (code, report) = s.verify();
     assert_eq!(code, 0, "{report}");
+    // The service left the full-text indexing to after its commits, and its stop indexed
+    // whatever was still pending: nothing is (a read-only open indexes nothing itself).
+    let read_only = memlineage::SqliteStore::open_read_only(&s.db()).unwrap();
+    assert_eq!(
+        memlineage::Backend::index_full_text(&read_only, 0)
+            .unwrap()
+            .pending,
+        0
+    );
+    drop(read_only);
+    let found = s.json(&["search", "worker 0 entry 3", "--scope", "acme"]);
+    assert!(!found["entries"].as_array().unwrap().is_empty(), "{found}");
 
     // A revoked token is refused by the next service.
     s.run(&["token", "revoke", t["id"].as_str().unwrap()]).ok();
