@@ -260,13 +260,24 @@ fn a_damaged_mark_is_named_and_nothing_is_indexed() {
     let mem = setup_with(SqliteStore::open(&path).unwrap());
     assert!(mem.defer_full_text().unwrap());
     write_notes(&mem, 0, 10);
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute(
-            "UPDATE settings SET value = 'ten' WHERE key = 'full_text_pending_from'",
-            [],
-        )
-        .unwrap();
+    let set_mark = |value: &str| {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE settings SET value = ?1 WHERE key = 'full_text_pending_from'",
+                [value],
+            )
+            .unwrap();
+    };
+    let write = || {
+        mem.write(WriteRequest::new(
+            &p("agent"),
+            EntryKind::Observation,
+            "rent",
+        ))
+    };
+    let size = mem.size().unwrap();
+    set_mark("ten");
     let err = mem.index_full_text(100).unwrap_err().to_string();
     assert!(
         err.contains("full_text_pending_from") && err.contains("ten"),
@@ -278,24 +289,22 @@ fn a_damaged_mark_is_named_and_nothing_is_indexed() {
         .to_string();
     assert!(err.contains("full_text_pending_from"), "{err}");
     // Nothing is appended past it either.
+    assert!(write().is_err());
+
+    // A mark past the log's end is named too, by the catch-up and by an append.
+    set_mark("999999");
+    let err = mem.index_full_text(100).unwrap_err().to_string();
     assert!(
-        mem.write(WriteRequest::new(
-            &p("agent"),
-            EntryKind::Observation,
-            "rent"
-        ))
-        .is_err()
+        err.contains("999999") && err.contains("past the log"),
+        "{err}"
     );
+    let err = write().unwrap_err().to_string();
+    assert!(err.contains("past the log"), "{err}");
+    assert_eq!(mem.size().unwrap(), size, "nothing was appended meanwhile");
 
     // The repair the message names: the mark at 0 indexes every entry again, replacing the
     // documents already there.
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute(
-            "UPDATE settings SET value = '0' WHERE key = 'full_text_pending_from'",
-            [],
-        )
-        .unwrap();
+    set_mark("0");
     let inline = setup_with(SqliteStore::in_memory().unwrap());
     write_notes(&inline, 0, 10);
     assert_same_answers(&mem, &inline, "after the repair");

@@ -400,8 +400,9 @@ pub struct LoggedIdsSummary {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WriteStage {
-    /// The leaves, their content and their full-text documents (and the settings of a genesis
-    /// batch) are written.
+    /// The leaves, their content and their full-text documents (or, on a store that defers
+    /// them, the mark of what is pending: [`Backend::defer_full_text`]) and the settings of a
+    /// genesis batch are written.
     Entries,
     /// The Merkle nodes are written.
     Nodes,

@@ -54,10 +54,14 @@ pub(super) fn append(
     entries: &[EntryRow],
     defer: bool,
 ) -> Result<Option<u64>, Error> {
+    let first = entries.first();
     if let Some(from) = pending_from(tx)? {
+        if let Some(first) = first.filter(|f| from > f.index) {
+            return Err(past_the_end(from, first.index));
+        }
         return Ok(Some(from));
     }
-    let Some(first) = entries.first() else {
+    let Some(first) = first else {
         return Ok(None);
     };
     if defer {
@@ -83,6 +87,9 @@ pub(super) fn catch_up(tx: &Connection, max: usize) -> Result<FullTextProgress, 
         .prepare_cached("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries")?
         .query_row([], |r| r.get(0))?;
     let size = index_from(size)?;
+    if from > size {
+        return Err(past_the_end(from, size));
+    }
     let to = size.min(from.saturating_add(max as u64));
     let mut pending = tx.prepare_cached(
         "SELECT e.idx, e.kind, c.bytes FROM entries e JOIN content c ON c.idx = e.idx \
@@ -137,6 +144,14 @@ pub(super) fn pending(conn: &Connection) -> Result<u64, Error> {
         .prepare_cached("SELECT COALESCE(MAX(idx) + 1, 0) FROM entries")?
         .query_row([], |r| r.get(0))?;
     Ok(index_from(size)?.saturating_sub(from))
+}
+
+/// A mark past the log's end: damaged (the mark only ever names a logged entry).
+fn past_the_end(from: u64, size: u64) -> Error {
+    stored(format!(
+        "setting {PENDING_FROM} is {from}, past the log's {size} entries (set it to 0 to index \
+         every entry's text again)"
+    ))
 }
 
 fn set_pending_from(tx: &Connection, from: Option<u64>) -> Result<(), Error> {
