@@ -31,9 +31,9 @@ pub use memlineage_core::entry::Scope;
 pub use memlineage_core::{AttributionName, PrincipalName};
 pub use memory::{AtRisk, RollbackWindow, VerifierKeyRecord, WitnessAnswer, WitnessRound};
 pub use memory::{
-    AuditReport, CopyReport, Direction, EntryView, GateOutcome, GateRequest, GateTicket, IdPrefix,
-    IntoBackend, Memory, RejectedEmbedding, Settings, SignedWrites, UnrecordedGate,
-    VectorIndexStatus, WriteRequest, Written,
+    AuditReport, CopyReport, Direction, EntryView, GateOutcome, GateRecord, GateRequest,
+    GateTicket, IdPrefix, IntoBackend, Memory, RejectedEmbedding, Settings, SignedWrites,
+    UnrecordedGate, VectorIndexStatus, WriteRequest, Written,
 };
 pub use signer::{ExternalSigner, Signer, SignerFailure, SignerProblem};
 #[cfg(feature = "postgres")]

@@ -528,8 +528,19 @@ fn interleavings(seed: u64, steps: usize) {
                         .map(|g| (serde_json::to_value(&g.decision).unwrap(), g.record))
                         .map_err(|e| e.to_string())
                 };
-                let a = mem
-                    .gate_unrecorded_after(policy, &req, arrived)
+                let full = mem.gate_unrecorded_after(policy, &req, arrived);
+                // The service's form of the same decision (`Memory::gate_record_after`): the
+                // same verdict, JSON and record, on the same ticket.
+                match (&full, mem.gate_record_after(policy, &req, arrived)) {
+                    (Ok(f), Ok(j)) => {
+                        assert_eq!(f.decision.decision, j.decision, "seed {seed}, step {step}");
+                        assert_eq!(f.decision_json.get(), j.decision_json.get());
+                        assert_eq!(format!("{:?}", f.record), format!("{:?}", j.record));
+                    }
+                    (Err(f), Err(j)) => assert_eq!(f.to_string(), j.to_string()),
+                    (f, j) => panic!("seed {seed}, step {step}: {f:?} against {j:?}"),
+                }
+                let a = full
                     .map(|g| (serde_json::to_value(&g.decision).unwrap(), g.record))
                     .map_err(|e| e.to_string());
                 appended = false;

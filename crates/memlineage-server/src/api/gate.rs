@@ -258,7 +258,7 @@ struct Arrival {
 }
 
 /// The decision and its record, labelled and signed (on a library thread): the scope check of
-/// context entries the service has not seen yet, then [`memlineage::Memory::gate_unrecorded`].
+/// context entries the service has not seen yet, then [`memlineage::Memory::gate_record_after`].
 fn decide_and_sign(
     state: &AppState,
     mem: &crate::state::Mem,
@@ -280,11 +280,11 @@ fn decide_and_sign(
     // The record is labelled and signed here, beside the decision, so that the committer
     // thread only appends it.
     let decided = mem
-        .gate_unrecorded_after(policy, req, arrival.ticket)
+        .gate_record_after(policy, req, arrival.ticket)
         .and_then(|d| {
             let record = d.record.with_meta("request", &arrival.tag);
             mem.sign_writes(vec![record])
-                .map(|signed| ((d.decision_json, d.decision.decision), signed))
+                .map(|signed| ((d.decision_json, d.decision), signed))
         });
     decided.map_err(|e| {
         metrics::counter!("memlineage_gate_decisions_total", "decision" => "error").increment(1);

@@ -87,6 +87,18 @@ pub struct UnrecordedGate {
     pub record: WriteRequest,
 }
 
+/// A decision's verdict, its JSON and the signed record of it still to be appended
+/// ([`Memory::gate_record_after`]): an [`UnrecordedGate`] without the decision's texts.
+#[derive(Clone, Debug)]
+pub struct GateRecord {
+    /// Allow, deny, repair or confirm.
+    pub decision: gate::Decision,
+    /// The decision as the JSON the record holds (compact, every object's keys sorted).
+    pub decision_json: Box<serde_json::value::RawValue>,
+    /// The `gate_decision` entry to append before the decision is acted on.
+    pub record: WriteRequest,
+}
+
 /// The content of a `gate_decision` record (`docs/formats.md`, "Control records"): the call,
 /// the context, the decision and, when given, the sources. Every object's keys are written in
 /// sorted order (the fields below are declared so, and `arguments` and the decision are JSON
@@ -177,6 +189,25 @@ impl Memory {
         self.gate_unrecorded_at(policy, req, stamped)
     }
 
+    /// [`Memory::gate_unrecorded_after`] for a caller that answers in JSON (the HTTP service):
+    /// the same decision and record, with the decision as its verdict and its JSON only —
+    /// its texts are not copied out of the context they borrow from.
+    pub fn gate_record_after(
+        &self,
+        policy: &Policy,
+        req: &GateRequest,
+        ticket: GateTicket,
+    ) -> Result<GateRecord, Error> {
+        let stamped = self.gate_epoch_after(ticket)?;
+        self.gate_decided_at(policy, req, stamped, |decision, decision_json, record| {
+            GateRecord {
+                decision: decision.decision,
+                decision_json,
+                record,
+            }
+        })
+    }
+
     /// The decision on the log as `stamped` saw it ([`Memory::gate_epoch`]).
     fn gate_unrecorded_at(
         &self,
@@ -184,6 +215,24 @@ impl Memory {
         req: &GateRequest,
         stamped: Epoch,
     ) -> Result<UnrecordedGate, Error> {
+        self.gate_decided_at(policy, req, stamped, |decision, decision_json, record| {
+            UnrecordedGate {
+                decision: decision.into_owned(),
+                decision_json,
+                record,
+            }
+        })
+    }
+
+    /// The decision on the log as `stamped` saw it, its JSON and its record, given to `keep`
+    /// while the decision still borrows from the context it was made on.
+    fn gate_decided_at<T>(
+        &self,
+        policy: &Policy,
+        req: &GateRequest,
+        stamped: Epoch,
+        keep: impl FnOnce(GateDecision<'_>, Box<serde_json::value::RawValue>, WriteRequest) -> T,
+    ) -> Result<T, Error> {
         let epoch = stamped.as_ref().map(|(size, _)| *size);
         let views = self.gate_views(stamped);
         let (context, mut parents, mut positions) =
@@ -248,9 +297,7 @@ impl Memory {
         if req.repair {
             input = input.with_repair(&pool);
         }
-        let decision = gate::decide(policy, &input)
-            .map_err(Error::Gate)?
-            .into_owned();
+        let decision = gate::decide(policy, &input).map_err(Error::Gate)?;
         let decision_json = decision
             .to_sorted_json()
             .map_err(|e| Error::internal(format!("gate record: {e}")))?;
@@ -276,11 +323,7 @@ impl Memory {
             .with_scope(req.scope.clone())
             .with_meta("tool", &req.call.name)
             .with_meta("decision", decision.decision.as_str());
-        Ok(UnrecordedGate {
-            decision,
-            decision_json,
-            record,
-        })
+        Ok(keep(decision, decision_json, record))
     }
 
     /// Attribution weights for every argument of `call`, each argument treated as a derived

@@ -45,7 +45,7 @@ mod write;
 pub use crate::search::stored::{RejectedEmbedding, VectorIndexStatus};
 pub use audit::{AuditProblem, AuditReport};
 pub use full_text_indexer::FullTextIndexer;
-pub use gate::{GateOutcome, GateRequest, MAX_ANCESTRY, UnrecordedGate};
+pub use gate::{GateOutcome, GateRecord, GateRequest, MAX_ANCESTRY, UnrecordedGate};
 pub use gate_epochs::GateTicket;
 pub use lineage::Direction;
 pub use migrate::{COPY_CHUNK, CopyReport};
