@@ -437,9 +437,10 @@ fn interleavings(seed: u64, steps: usize) {
     let mut entries: Vec<EntryId> = Vec::new();
     let mut live: Vec<EntryId> = Vec::new();
     let (mut gates, mut denies, mut principals) = (0, 0, 0);
-    // The appending handle decides as a service does (`Memory::gate_unrecorded_after`): every
-    // request "arrives" after the last record the run acknowledged, and the decisions between
-    // two records share one look at the log (`memory/gate_epochs.rs`).
+    // The appending handle decides as a service does (`Memory::gate_unrecorded_after`, and the
+    // service's own `gate_record_after` beside it): every request "arrives" after the last
+    // record the run acknowledged, and the decisions between two records share one look at the
+    // log (`memory/gate_epochs.rs`).
     let mut arrived = mem.gate_ticket();
     for step in 0..steps {
         let mut appended = true;

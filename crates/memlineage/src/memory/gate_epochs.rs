@@ -69,8 +69,9 @@ impl SharedEpochs {
 }
 
 impl Memory {
-    /// Stamps a gate request as it arrives, for [`Memory::gate_unrecorded_after`]: take it when
-    /// the request is received, before anything is decided.
+    /// Stamps a gate request as it arrives, for [`Memory::gate_unrecorded_after`] and
+    /// [`Memory::gate_record_after`]: take it when the request is received, before anything is
+    /// decided.
     pub fn gate_ticket(&self) -> GateTicket {
         self.gate_epochs.ticket()
     }
